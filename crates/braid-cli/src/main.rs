@@ -1,0 +1,36 @@
+//! `braid`: parallel TCP that keeps its speed and gives back the fairness.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cc;
+mod trace;
+
+#[derive(Parser)]
+#[command(name = "braid", version, about = "Parallel TCP streams, fair by design")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install, inspect and configure braid's congestion controls in the running kernel.
+    #[command(subcommand)]
+    Cc(cc::CcCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Cc(cmd) => cc::run(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("braid: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
