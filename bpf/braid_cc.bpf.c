@@ -336,6 +336,7 @@ static __always_inline void tcpp_settings(struct sock *sk, __u64 *group_id, __u3
 static __always_inline void tcpp_key(struct sock *sk, __u64 group_id, struct braid_group_key *key)
 {
 	__builtin_memset(key, 0, sizeof(*key));
+	key->netns = sk->__sk_common.skc_net.net->net_cookie;
 	if (group_id) {
 		key->kind = BRAID_GROUP_USER;
 		key->id[0] = (__u32)group_id;
@@ -355,7 +356,7 @@ static __always_inline void tcpp_key(struct sock *sk, __u64 group_id, struct bra
 static __always_inline int key_eq(const struct braid_group_key *a, const struct braid_group_key *b)
 {
 	return a->kind == b->kind && a->id[0] == b->id[0] && a->id[1] == b->id[1] &&
-	       a->id[2] == b->id[2] && a->id[3] == b->id[3];
+	       a->id[2] == b->id[2] && a->id[3] == b->id[3] && a->netns == b->netns;
 }
 
 /* Map helpers take keys from the stack only, not from the socket's private area. */
@@ -506,7 +507,9 @@ __u32 BPF_PROG(tcpp_ssthresh, struct sock *sk)
 		since = (now - last) / 1000;
 	else if (last)
 		since = 0;
-	ssthresh = braid_tcpp_on_loss(&p->m, w.cwnd, since, g->epoch, p->min_srtt_us, &signal);
+	ssthresh = braid_tcpp_on_loss(&p->m, w.cwnd, since, g->epoch,
+				      braid_tcpp_guard_us(p->min_srtt_us, tcp_sk(sk)->srtt_us >> 3),
+				      &signal);
 	if (signal) {
 		p->seen_epoch = __sync_fetch_and_add(&g->epoch, 1) + 1;
 		g->last_reduction_ns = now;

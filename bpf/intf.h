@@ -15,7 +15,7 @@
 
 enum braid_abi {
 	/* Stored in the defaults map so a loader can refuse maps of another layout. */
-	BRAID_ABI_VERSION = 1,
+	BRAID_ABI_VERSION = 2,
 };
 
 enum braid_scales {
@@ -50,9 +50,15 @@ enum braid_group_kind {
 	BRAID_GROUP_INET6 = 3, /* id[0..3] = IPv6 destination, network order */
 };
 
+/*
+ * Groups are scoped by network namespace: the same destination address in
+ * two namespaces (two testbeds, two containers) is two different paths.
+ */
 struct braid_group_key {
 	__u32 kind;
 	__u32 id[4];
+	__u32 pad;
+	__u64 netns; /* the socket's network namespace cookie */
 };
 
 /* TCP-P group state, shared by every member socket (Cho & Bettati section 3.1). */

@@ -30,3 +30,11 @@ pub use tcpinfo::{tcp_info, TcpInfo};
 
 /// Where `braid cc install` pins the maps and struct_ops links.
 pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/braid";
+
+/// Whether every braid control is registered with the kernel (the list is
+/// global, the same in every network namespace).
+pub fn installed_in_kernel() -> bool {
+    available_controls()
+        .map(|a| Control::ALL.iter().all(|c| a.iter().any(|x| x == c.name())))
+        .unwrap_or(false)
+}

@@ -19,7 +19,7 @@ pub(crate) const SOCK_MAP: &str = "braid_sock";
 pub(crate) const DEFAULTS_MAP: &str = "braid_defaults";
 pub(crate) const GROUPS_MAP: &str = "braid_groups";
 /// bpf/intf.h BRAID_ABI_VERSION; the native tests check the two agree.
-pub(crate) const ABI_VERSION: u32 = 1;
+pub(crate) const ABI_VERSION: u32 = 2;
 /// bpf/intf.h BRAID_FRAC_SCALE.
 pub(crate) const FRAC_SCALE: u32 = 1000;
 /// bpf/intf.h BRAID_STRENGTH_SCALE.
@@ -190,6 +190,8 @@ impl fmt::Display for GroupKey {
 pub struct GroupInfo {
     /// What the members share.
     pub key: GroupKey,
+    /// Cookie of the network namespace the members live in.
+    pub netns: u64,
     /// N, the sockets in the group now.
     pub members: u32,
     /// k.
@@ -212,9 +214,17 @@ pub struct Controls {
 
 impl Controls {
     /// Opens the maps pinned by `braid cc install`.
+    ///
+    /// Where the pins are out of sight (`ip netns exec` mounts a fresh /sys,
+    /// hiding /sys/fs/bpf) but the controls are registered, the maps are found
+    /// by name among the kernel's BPF maps instead, the newest first.
     pub fn open(pin_dir: &Path) -> Result<Self> {
+        let hidden = !pin_dir.exists() && crate::installed_in_kernel();
         let open = |name: &str| {
             let path = pin_dir.join(name);
+            if hidden {
+                return map_by_name(name).ok_or(Error::NotInstalled { path });
+            }
             if !path.exists() {
                 return Err(Error::NotInstalled { path });
             }
@@ -290,6 +300,7 @@ impl Controls {
             let Some(key) = GroupKey::from_raw(&k) else { continue };
             out.push(GroupInfo {
                 key,
+                netns: k.netns,
                 members: g.members,
                 strength: Strength(g.strength_milli),
                 cwnd_sum: g.cwnd_sum,
@@ -297,9 +308,17 @@ impl Controls {
                 guarded: g.guarded,
             });
         }
-        out.sort_by_key(|g| g.key.to_string());
+        out.sort_by_key(|g| (g.netns, g.key.to_string()));
         Ok(out)
     }
+}
+
+fn map_by_name(name: &str) -> Option<MapHandle> {
+    let newest = libbpf_rs::query::MapInfoIter::default()
+        .filter(|m| m.name.to_str() == Some(name))
+        .map(|m| m.id)
+        .max()?;
+    MapHandle::from_map_id(newest).ok()
 }
 
 pub(crate) fn write_defaults(map: &dyn MapCore, d: Defaults) -> Result<()> {
@@ -401,9 +420,13 @@ mod tests {
 
     #[test]
     fn group_keys_decode_network_order() {
-        let k = types::braid_group_key { kind: GROUP_INET, id: [u32::from_ne_bytes([10, 0, 0, 2]), 0, 0, 0] };
+        let k = types::braid_group_key {
+            kind: GROUP_INET,
+            id: [u32::from_ne_bytes([10, 0, 0, 2]), 0, 0, 0],
+            ..Default::default()
+        };
         assert_eq!(GroupKey::from_raw(&k), Some(GroupKey::Inet(Ipv4Addr::new(10, 0, 0, 2))));
-        let k = types::braid_group_key { kind: GROUP_USER, id: [5, 1, 0, 0] };
+        let k = types::braid_group_key { kind: GROUP_USER, id: [5, 1, 0, 0], ..Default::default() };
         assert_eq!(GroupKey::from_raw(&k), Some(GroupKey::User(5 | 1 << 32)));
         assert_eq!(GroupKey::from_raw(&types::braid_group_key::default()), None);
     }

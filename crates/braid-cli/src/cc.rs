@@ -192,8 +192,9 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
         println!("TCP-P groups:");
         for g in &st.groups {
             println!(
-                "  {:<24} N={:<3} k={:<5} cwnd sum {:<7} reductions {:<6} guarded {}",
+                "  {:<24} netns {:<6} N={:<3} k={:<5} cwnd sum {:<7} reductions {:<6} guarded {}",
                 g.key.to_string(),
+                g.netns,
                 g.members,
                 g.strength.to_string(),
                 g.cwnd_sum,

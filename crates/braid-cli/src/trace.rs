@@ -150,6 +150,9 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     );
     stop.store(true, Ordering::Relaxed);
     for s in &streams {
+        // The measurement is over: reset rather than drain the send buffer, so
+        // no orphaned socket lingers in the TCP-P group after we exit.
+        let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
         // Unblocks a writer waiting for window space.
         let _ = s.shutdown(Shutdown::Both);
     }

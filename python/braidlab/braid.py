@@ -1,0 +1,85 @@
+"""Driving the `braid` binary: its location, `braid cc`, and trace runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .proc import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def binary() -> str:
+    """The braid executable: $BRAID_BIN, else the workspace's release build, else debug."""
+    env = os.environ.get("BRAID_BIN")
+    if env:
+        return env
+    for profile in ("release", "debug"):
+        p = ROOT / "target" / profile / "braid"
+        if p.exists():
+            return str(p)
+    raise FileNotFoundError("no braid binary: run `cargo build --release` (scripts/setup.sh does) or set BRAID_BIN")
+
+
+def cc(*args: str) -> str:
+    return run([binary(), "cc", *args])
+
+
+def cc_status() -> dict:
+    return json.loads(cc("status", "--json"))
+
+
+def trace_argv(connect: str, cc_name: str, *, streams: int = 1, seconds: float = 5.0,
+               interval_ms: int = 100, frac_cwnd: int | None = None, strength: float | None = None,
+               group: int | None = None, summary_only: bool = False) -> list[str]:
+    argv = [binary(), "cc", "trace", "--connect", connect, "--cc", cc_name, "-n", str(streams),
+            "-t", str(seconds), "--interval-ms", str(interval_ms)]
+    if frac_cwnd is not None:
+        argv += ["--frac-cwnd", str(frac_cwnd)]
+    if strength is not None:
+        argv += ["--strength", str(strength)]
+    if group is not None:
+        argv += ["--group", str(group)]
+    if summary_only:
+        argv.append("--summary-only")
+    return argv
+
+
+@dataclass
+class Trace:
+    """What one `braid cc trace` printed, by record type."""
+
+    samples: list[dict] = field(default_factory=list)
+    summaries: list[dict] = field(default_factory=list)
+    total: dict = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> "Trace":
+        t = cls()
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            kind = rec.get("type")
+            if kind == "sample":
+                t.samples.append(rec)
+            elif kind == "summary":
+                t.summaries.append(rec)
+            elif kind == "total":
+                t.total = rec
+        return t
+
+    def stream(self, i: int) -> list[dict]:
+        return [s for s in self.samples if s["stream"] == i]
+
+
+def finish(p: subprocess.Popen, timeout: float) -> Trace:
+    """Waits for a trace process and parses its output; a failure raises with its stderr."""
+    out, err = p.communicate(timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"braid cc trace exited {p.returncode}: {err.strip()}")
+    return Trace.parse(out)

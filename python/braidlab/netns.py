@@ -1,0 +1,133 @@
+"""Network namespaces and veth pairs: the hosts and wires of a testbed.
+
+Every namespace braidlab makes is named `braid-<pid>-<run>-<role>`, so a
+testbed left behind by a killed run can be recognised and removed
+(`braidlab clean`) without touching anything else on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .proc import CommandError, run
+
+PREFIX = "braid-"
+_NAME = re.compile(r"^braid-(\d+)-[A-Za-z0-9]+-[A-Za-z0-9]+$")
+
+
+class Namespace:
+    """One network namespace, created on construction, deleted by `delete()`."""
+
+    def __init__(self, name: str):
+        self.name = name
+        run(["ip", "netns", "add", name])
+        self._procs: list[subprocess.Popen] = []
+        self.run("ip", "link", "set", "lo", "up")
+
+    def argv(self, *cmd: str) -> list[str]:
+        return ["ip", "netns", "exec", self.name, *cmd]
+
+    def run(self, *cmd: str, check: bool = True, timeout: float = 60.0) -> str:
+        """Runs a command inside the namespace and returns its stdout."""
+        return run(self.argv(*cmd), check=check, timeout=timeout)
+
+    def popen(self, cmd: Sequence[str], *, log: Path | None = None, **kw) -> subprocess.Popen:
+        """Starts a process inside the namespace; it is ended when the namespace is deleted.
+
+        Its stdout goes to `log` when given (stderr beside it, `.err`), else to a pipe.
+        """
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            kw.setdefault("stdout", open(log, "w"))
+            kw.setdefault("stderr", open(log.with_suffix(log.suffix + ".err"), "w"))
+        else:
+            kw.setdefault("stdout", subprocess.PIPE)
+            kw.setdefault("stderr", subprocess.PIPE)
+            kw.setdefault("text", True)
+        p = subprocess.Popen(self.argv(*cmd), **kw)
+        self._procs.append(p)
+        return p
+
+    def delete(self) -> None:
+        """Ends the processes this object started (by pid), then removes the namespace."""
+        for p in self._procs:
+            stop(p)
+        self._procs.clear()
+        run(["ip", "netns", "del", self.name], check=False)
+
+
+def stop(p: subprocess.Popen, grace: float = 3.0) -> None:
+    """Ends a process we started: SIGTERM, then SIGKILL after `grace` seconds."""
+    if p.poll() is not None:
+        return
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait(grace)
+
+
+def veth(a: Namespace, a_dev: str, b: Namespace, b_dev: str) -> None:
+    """A veth pair with one end in each namespace, up, offloads off.
+
+    Offloads off so that a packet is a packet: with TSO/GSO/GRO a 64 KB
+    super-packet would cross a bottleneck as one.
+    """
+    run(["ip", "link", "add", a_dev, "netns", a.name, "type", "veth", "peer", "name", b_dev, "netns", b.name])
+    for ns, dev in ((a, a_dev), (b, b_dev)):
+        ns.run("ip", "link", "set", dev, "up")
+        offloads_off(ns, dev)
+
+
+def offloads_off(ns: Namespace, dev: str) -> None:
+    ns.run("ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off")
+
+
+def stale_namespaces() -> list[str]:
+    """braidlab namespaces whose creating process is gone."""
+    out = []
+    for line in run(["ip", "netns", "list"]).splitlines():
+        name = line.split()[0] if line.strip() else ""
+        m = _NAME.match(name)
+        if m and not _alive(int(m.group(1))):
+            out.append(name)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean() -> list[str]:
+    """Removes stale braidlab namespaces; returns their names."""
+    removed = []
+    for name in stale_namespaces():
+        try:
+            run(["ip", "netns", "del", name])
+            removed.append(name)
+        except CommandError:
+            pass
+    return removed
+
+
+def wait_until(pred, timeout: float, interval: float = 0.1):
+    """Polls pred() until it returns a truthy value or `timeout` seconds pass; returns the last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
