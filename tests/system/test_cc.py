@@ -1,0 +1,180 @@
+"""braid's congestion controls in the running kernel, checked on real transfers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from braidlab import braid
+from braidlab.cwnd import growth_per_ack
+from braidlab.netns import wait_until
+from braidlab.proc import run
+from braidlab.testbed import Bottleneck, Line
+
+CONTROLS = ["braid_stcp", "braid_hstcp", "braid_htcp", "braid_frac", "braid_tcpp"]
+SINK_PORT = 5400
+
+
+def _lists():
+    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+        available = f.read().split()
+    with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control") as f:
+        allowed = f.read().split()
+    return available, allowed
+
+
+def _struct_ops():
+    return [line.split()[1] for line in run(["bpftool", "struct_ops", "list"]).splitlines() if line.strip()]
+
+
+def test_install_registers_all_five_and_uninstall_leaves_no_trace(controls):
+    braid.cc("uninstall")
+    gone = wait_until(lambda: not set(CONTROLS) & set(_struct_ops()), timeout=10)
+    assert gone, f"still registered after uninstall: {_struct_ops()}"
+    available, allowed = _lists()
+    assert not set(CONTROLS) & set(available + allowed)
+    assert not os.path.exists("/sys/fs/bpf/braid")
+
+    out = braid.cc("install")
+    assert out.startswith("registered")
+    available, allowed = _lists()
+    assert set(CONTROLS) <= set(available), available
+    assert set(CONTROLS) <= set(allowed), allowed
+    assert braid.cc("install").startswith("already installed")
+    status = braid.cc_status()
+    assert status["installed"] and status["defaults"] == {"frac_cwnd": 100, "strength": 1.0}
+
+    braid.cc("uninstall")
+    gone = wait_until(lambda: not set(CONTROLS) & set(_struct_ops()), timeout=10)
+    assert gone, f"still registered after uninstall: {_struct_ops()}"
+    available, allowed = _lists()
+    assert not set(CONTROLS) & set(available + allowed)
+    assert not os.path.exists("/sys/fs/bpf/braid")
+    braid.cc("install")
+
+
+def test_set_changes_defaults_and_refuses_bad_values(controls):
+    try:
+        assert "frac_cwnd 250" in braid.cc("set", "--virtual-rtt", "4", "--strength", "2")
+        assert braid.cc_status()["defaults"] == {"frac_cwnd": 250, "strength": 2.0}
+        for bad, why in ((["--frac-cwnd", "0"], "[1, 1000]"), (["--strength", "0.5"], "between 1 and"),
+                         (["--virtual-rtt", "0"], "between 1 and 1000")):
+            p = subprocess.run([braid.binary(), "cc", "set", *bad], capture_output=True, text=True)
+            assert p.returncode != 0 and why in p.stderr, p.stderr
+            assert braid.cc_status()["defaults"] == {"frac_cwnd": 250, "strength": 2.0}
+    finally:
+        braid.cc("set", "--frac-cwnd", "100", "--strength", "1")
+
+
+@pytest.fixture(scope="module")
+def line50():
+    with Line(Bottleneck(rate_mbit=50, queue_bytes=200_000), tag="cc50") as line:
+        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
+        time.sleep(0.2)
+        yield line
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_iperf3_moves_data_with_each_control(controls, line50, name, record):
+    server = line50.rcv.popen(["iperf3", "-s", "-1", "-p", "5201"])
+    try:
+        time.sleep(0.3)
+        out = line50.snd.run("iperf3", "-c", line50.RCV_ADDR, "-p", "5201", "-t", "3", "-C", name, "-J",
+                             timeout=30)
+        res = json.loads(out)
+        assert "error" not in res, res.get("error")
+        assert res["end"]["sender_tcp_congestion"] == name
+        mbps = res["end"]["sum_received"]["bits_per_second"] / 1e6
+        record(control=name, iperf3_mbps=round(mbps, 1), bottleneck_mbps=50)
+        assert mbps > 25, f"{name} moved {mbps:.1f} Mb/s through a 50 Mb/s bottleneck"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _trace(line, cc, seconds, **kw):
+    p = line.snd.popen(braid.trace_argv(f"{line.RCV_ADDR}:{SINK_PORT}", cc, seconds=seconds, **kw))
+    return braid.finish(p, timeout=seconds + 30)
+
+
+def test_frac_setting_reaches_the_kernel_and_growth_is_frac_over_1000(controls, record):
+    # A 20 Mb/s bottleneck with ~70 packets of queue: short loss-free epochs of
+    # congestion avoidance that the growth estimate sums over.
+    with Line(Bottleneck(rate_mbit=20, queue_bytes=100_000), tag="frac") as line:
+        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
+        time.sleep(0.2)
+        reno = _trace(line, "reno", 12, interval_ms=50)
+        frac = _trace(line, "braid_frac", 12, interval_ms=50, frac_cwnd=100)
+    assert frac.summaries[0]["cc"] == "braid_frac"
+    assert frac.summaries[0]["settings"]["frac_cwnd"] == 100
+    g_reno = growth_per_ack([s["info"] for s in reno.stream(0)])
+    g_frac = growth_per_ack([s["info"] for s in frac.stream(0)])
+    assert g_reno is not None and g_frac is not None
+    ratio = g_reno / g_frac
+    record(reno_growth=round(g_reno, 3), frac100_growth=round(g_frac, 4), ratio=round(ratio, 2), expected=10)
+    assert 0.8 < g_reno < 1.25, f"Reno's d(cwnd^2/2)/dACK = {g_reno}"
+    assert 7 < ratio < 14, f"Reno grew {ratio:.1f}x faster than frac_cwnd=100, expected 10x"
+
+
+def _group(group_key):
+    for g in braid.cc_status()["groups"]:
+        if g["key"] == group_key:
+            return g
+    return None
+
+
+def test_tcpp_group_membership_follows_sockets(controls, record):
+    with Line(Bottleneck(rate_mbit=200, queue_bytes=400_000), tag="grp") as line:
+        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
+        time.sleep(0.2)
+        target = f"{line.RCV_ADDR}:{SINK_PORT}"
+        key = {"kind": "user", "id": 4242}
+        a = line.snd.popen(braid.trace_argv(target, "braid_tcpp", streams=4, seconds=60, group=4242,
+                                            summary_only=True))
+        g = wait_until(lambda: (_group(key) or {}).get("members") == 4, timeout=10)
+        assert g, f"group after 4 sockets: {_group(key)}"
+        b = line.snd.popen(braid.trace_argv(target, "braid_tcpp", streams=2, seconds=60, group=4242,
+                                            summary_only=True))
+        assert wait_until(lambda: (_group(key) or {}).get("members") == 6, timeout=10), _group(key)
+        # Without an explicit group, the destination address is the group.
+        c = line.snd.popen(braid.trace_argv(target, "braid_tcpp", streams=3, seconds=60, summary_only=True))
+        dest = {"kind": "inet", "id": line.RCV_ADDR}
+        assert wait_until(lambda: (_group(dest) or {}).get("members") == 3, timeout=10), _group(dest)
+        assert _group(dest)["cwnd_sum"] > 0
+        # A process killed without closing its sockets: the kernel ends them, N follows.
+        os.kill(a.pid, signal.SIGKILL)
+        assert wait_until(lambda: (_group(key) or {}).get("members") == 2, timeout=30), _group(key)
+        for p in (b, c):
+            os.kill(p.pid, signal.SIGKILL)
+        assert wait_until(lambda: _group(key) is None and _group(dest) is None, timeout=30), \
+            braid.cc_status()["groups"]
+        record(members_seen=[4, 6, 3, 2, 0])
+
+
+def _share(line, group_cc, seconds):
+    """Aggregate rate of 4 `group_cc` streams over one competing Reno stream's rate."""
+    target = f"{line.RCV_ADDR}:{SINK_PORT}"
+    a = line.snd.popen(braid.trace_argv(target, group_cc, streams=4, seconds=seconds, summary_only=True))
+    b = line.snd.popen(braid.trace_argv(target, "reno", streams=1, seconds=seconds, summary_only=True))
+    ta, tb = braid.finish(a, seconds + 30), braid.finish(b, seconds + 30)
+    return ta.total["mbps"], tb.total["mbps"]
+
+
+def test_four_tcpp_flows_with_k1_take_about_one_reno_flows_share(controls, record):
+    with Line(Bottleneck(rate_mbit=20, queue_bytes=300_000), tag="share") as line:
+        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
+        time.sleep(0.2)
+        tcpp, reno_vs_tcpp = _share(line, "braid_tcpp", 20)
+        par, reno_vs_par = _share(line, "reno", 20)
+    r_tcpp = tcpp / reno_vs_tcpp
+    r_par = par / reno_vs_par
+    record(tcpp4_mbps=tcpp, reno1_mbps=reno_vs_tcpp, tcpp_ratio=round(r_tcpp, 2),
+           reno4_mbps=par, reno1_vs_reno4_mbps=reno_vs_par, parallel_ratio=round(r_par, 2))
+    assert r_par > 2.0, f"4 plain Reno flows took only {r_par:.2f}x one flow: the bottleneck is not shared"
+    assert 0.4 < r_tcpp < 2.0, f"4 TCP-P flows with k=1 took {r_tcpp:.2f}x one Reno flow"
+    assert r_tcpp < r_par / 1.5
