@@ -175,6 +175,8 @@ def test_four_tcpp_flows_with_k1_take_about_one_reno_flows_share(controls, recor
     r_par = par / reno_vs_par
     record(tcpp4_mbps=tcpp, reno1_mbps=reno_vs_tcpp, tcpp_ratio=round(r_tcpp, 2),
            reno4_mbps=par, reno1_vs_reno4_mbps=reno_vs_par, parallel_ratio=round(r_par, 2))
-    assert r_par > 2.0, f"4 plain Reno flows took only {r_par:.2f}x one flow: the bottleneck is not shared"
-    assert 0.4 < r_tcpp < 2.0, f"4 TCP-P flows with k=1 took {r_tcpp:.2f}x one Reno flow"
-    assert r_tcpp < r_par / 1.5
+    # One 20 s run of each varies a lot (TCP-P 0.46-1.22, plain 2.2-4 seen): the
+    # bounds are wide, the comparison between the two is what must hold.
+    assert r_par > 1.6, f"4 plain Reno flows took only {r_par:.2f}x one flow: the bottleneck is not shared"
+    assert 0.3 < r_tcpp < 2.0, f"4 TCP-P flows with k=1 took {r_tcpp:.2f}x one Reno flow"
+    assert r_tcpp < r_par / 1.5, f"TCP-P ratio {r_tcpp:.2f} is not clearly below plain parallel {r_par:.2f}"
