@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 apt_packages=(
   clang llvm bpftool libelf-dev zlib1g-dev pkg-config make   # BPF object and libbpf
-  iproute2 nftables ethtool util-linux                          # testbeds
+  iproute2 nftables ethtool util-linux iputils-ping             # testbeds
   iperf3 fping                                                  # reference peers and probes
 )
 missing=()

@@ -1,1 +1,219 @@
-fn main() {}
+//! braid-link: forwards every frame between two interfaces through an
+//! emulated bottleneck, one pipeline per direction (see lib.rs).
+//!
+//! It runs in a router namespace between two veths, reading and writing
+//! whole Ethernet frames with AF_PACKET sockets; offloads must be off on
+//! both veths so that a frame is a packet. Counters go to --stats (JSON) on
+//! exit and on SIGUSR1; the per-packet event log to --events (CSV) on exit.
+
+mod afpacket;
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use braid_link::direction::Counters;
+use braid_link::{spec, Direction, Event};
+use clap::Parser;
+use serde_json::json;
+
+use afpacket::{now_ns, Port};
+
+/// Frames read from one port before serving the other (fairness between directions).
+const BATCH: usize = 64;
+
+#[derive(Parser)]
+#[command(name = "braid-link", version, about = "User-space bottleneck link emulator")]
+struct Args {
+    /// First interface.
+    #[arg(long)]
+    a: String,
+    /// Second interface.
+    #[arg(long)]
+    b: String,
+    /// The link from a to b, in netem's words, e.g. "rate 100mbit delay 34ms limit 300 loss 0.01%".
+    #[arg(long, default_value = "")]
+    ab: String,
+    /// The link from b to a.
+    #[arg(long, default_value = "")]
+    ba: String,
+    /// Write counters as JSON here on exit and on SIGUSR1.
+    #[arg(long)]
+    stats: Option<PathBuf>,
+    /// Keep a per-packet event log and write it as CSV here on exit.
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// Pin to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    duration: Option<f64>,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static DUMP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+extern "C" fn on_dump(_: libc::c_int) {
+    DUMP.store(true, Ordering::Relaxed);
+}
+
+fn main() {
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("braid-link: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    let ab = spec::parse(&args.ab).map_err(anyhow::Error::msg).context("--ab")?;
+    let ba = spec::parse(&args.ba).map_err(anyhow::Error::msg).context("--ba")?;
+    if args.a == args.b {
+        bail!("--a and --b are both {}: the link needs two interfaces", args.a);
+    }
+    let log = args.events.is_some();
+    let mut dirs = [Direction::<Vec<u8>>::new(ab, log), Direction::<Vec<u8>>::new(ba, log)];
+    let ports = [Port::open(&args.a)?, Port::open(&args.b)?];
+
+    // SAFETY: plain syscalls with valid arguments; the handlers only store atomics.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+        libc::signal(libc::SIGTERM, on_stop as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_stop as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGUSR1, on_dump as *const () as libc::sighandler_t);
+    }
+    if let Some(cpu) = args.cpu {
+        pin(cpu)?;
+    }
+    let started = now_ns();
+    let deadline = args.duration.map(|s| started + Duration::from_secs_f64(s).as_nanos() as u64);
+    let mut pool: Vec<Vec<u8>> = (0..4096).map(|_| Vec::with_capacity(afpacket::FRAME_MAX)).collect();
+    let mut tx_errors = [0u64; 2];
+    let mut cpu_start = cpu_time_ns();
+
+    while !STOP.load(Ordering::Relaxed) {
+        let now = now_ns();
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        for (i, port) in ports.iter().enumerate() {
+            for _ in 0..BATCH {
+                let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(afpacket::FRAME_MAX));
+                match port.recv(&mut buf) {
+                    Ok(true) => {
+                        if let Err(back) = dirs[i].arrive(now_ns(), buf) {
+                            pool.push(back);
+                        }
+                    }
+                    Ok(false) => {
+                        pool.push(buf);
+                        break;
+                    }
+                    Err(e) => return Err(e).with_context(|| format!("reading from {}", port.name)),
+                }
+            }
+        }
+        for (i, dir) in dirs.iter_mut().enumerate() {
+            let out = &ports[1 - i];
+            let now = now_ns();
+            while let Some(frame) = dir.pop(now) {
+                if out.send(&frame).is_err() {
+                    tx_errors[i] += 1;
+                }
+                pool.push(frame);
+            }
+        }
+        if DUMP.swap(false, Ordering::Relaxed) {
+            write_stats(&args, &dirs, tx_errors, started, cpu_time_ns() - cpu_start)?;
+        }
+        let wake = dirs.iter().filter_map(|d| d.next_wakeup()).min();
+        let timeout = wake.map(|w| w.saturating_sub(now_ns()));
+        if timeout == Some(0) {
+            continue;
+        }
+        afpacket::wait(&ports, timeout);
+    }
+    cpu_start = cpu_time_ns() - cpu_start;
+    write_stats(&args, &dirs, tx_errors, started, cpu_start)?;
+    if let Some(path) = &args.events {
+        write_events(path, &dirs)?;
+    }
+    Ok(())
+}
+
+fn pin(cpu: usize) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            bail!("pinning to CPU {cpu}: {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn cpu_time_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn direction_json(c: &Counters, tx_errors: u64) -> serde_json::Value {
+    json!({
+        "counters": c,
+        "tx_errors": tx_errors,
+        "late_ns": {"p50": c.late_quantile_ns(0.5), "p99": c.late_quantile_ns(0.99), "max": c.late_quantile_ns(1.0)},
+    })
+}
+
+fn write_stats(args: &Args, dirs: &[Direction<Vec<u8>>; 2], tx: [u64; 2], started: u64, cpu_ns: u64) -> Result<()> {
+    let wall = now_ns() - started;
+    let v = json!({
+        "version": 1,
+        "a": args.a, "b": args.b, "ab_spec": args.ab, "ba_spec": args.ba,
+        "seconds": wall as f64 / 1e9,
+        "cpu_seconds": cpu_ns as f64 / 1e9,
+        "ab": direction_json(dirs[0].counters(), tx[0]),
+        "ba": direction_json(dirs[1].counters(), tx[1]),
+    });
+    let text = serde_json::to_string_pretty(&v)? + "\n";
+    match &args.stats {
+        Some(path) => {
+            // Write beside, then rename: a reader never sees half a file.
+            let tmp = path.with_extension("tmp");
+            fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+            fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn write_events(path: &PathBuf, dirs: &[Direction<Vec<u8>>; 2]) -> Result<()> {
+    let mut out = std::io::BufWriter::new(fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
+    writeln!(out, "direction,event,t_ns,len,queue_ns,total_ns,reason")?;
+    for (name, d) in ["ab", "ba"].iter().zip(dirs) {
+        for e in d.events() {
+            match e {
+                Event::Arrive { t_ns, len } => writeln!(out, "{name},arrive,{t_ns},{len},,,")?,
+                Event::Depart { t_ns, len, queue_ns, total_ns } => {
+                    writeln!(out, "{name},depart,{t_ns},{len},{queue_ns},{total_ns},")?
+                }
+                Event::Drop { t_ns, len, reason } => {
+                    writeln!(out, "{name},drop,{t_ns},{len},,,{}", serde_json::to_value(reason)?.as_str().unwrap_or("?"))?
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
