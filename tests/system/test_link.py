@@ -1,0 +1,145 @@
+"""The emulated WAN: braid-link between two namespaces, validated against its configuration."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import time
+
+from braidlab.testbed import LinkPath
+
+IPERF_PORT = 5201
+MS = 1e-3
+
+
+def _ping(path, count, interval=0.01, size=1412):
+    """RTTs (ms) and sequence numbers in arrival order, 1440-byte IP packets as in Hacker 2004."""
+    out = path.snd.run("ping", "-n", "-c", str(count), "-i", str(interval), "-s", str(size), path.RCV_ADDR,
+                       timeout=count * interval + 30)
+    pairs = re.findall(r"icmp_seq=(\d+) .*time=([\d.]+) ms", out)
+    return [float(t) for _, t in pairs], [int(s) for s, _ in pairs]
+
+
+def _quantile(xs, q):
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def _frame_time_ms(ip_bytes, rate_bps):
+    return (ip_bytes + 14) * 8 / rate_bps * 1e3
+
+
+def test_idle_rtt_matches_the_configured_delay_without_reordering(record):
+    with LinkPath("rate 100mbit delay 17ms limit 1000", "delay 17ms", tag="rtt") as p:
+        rtts, seqs = _ping(p, 500)
+    assert len(rtts) == 500, f"{500 - len(rtts)} probes lost on an idle link"
+    # Two-way delay plus the probe's serialisation on the 100 Mb/s direction.
+    want = 34.0 + _frame_time_ms(1440, 100e6)
+    med, p99 = _quantile(rtts, 0.5), _quantile(rtts, 0.99)
+    record(configured_ms=round(want, 3), median_ms=med, p99_ms=p99, max_ms=max(rtts))
+    assert abs(med - want) <= max(0.2, 0.02 * want), f"median RTT {med} ms, configured {want:.3f} ms"
+    assert p99 <= want + 1.0, f"p99 RTT {p99} ms, configured {want:.3f} ms"
+    assert seqs == sorted(seqs), "probes came back out of order"
+
+
+def _iperf_udp(path, rate, length, seconds):
+    server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "-J"])
+    try:
+        time.sleep(0.3)
+        out = path.snd.run("iperf3", "-c", path.RCV_ADDR, "-p", str(IPERF_PORT), "-u", "-b", rate, "-l",
+                           str(length), "-t", str(seconds), "-J", timeout=seconds + 30)
+    finally:
+        srv_out, _ = server.communicate(timeout=30)
+    client = json.loads(out)
+    assert "error" not in client, client["error"]
+    return client, json.loads(srv_out)
+
+
+def test_udp_at_1_2x_gets_the_configured_rate(record):
+    rate = 100e6
+    with LinkPath("rate 100mbit delay 10ms limit 1000", "delay 10ms", tag="rate") as p:
+        _, srv = _iperf_udp(p, "120M", 1400, 10)
+        stats = p.stats()
+    # The receiver's one-second intervals, less the first and last (start-up and the tail).
+    steady = [i["sum"] for i in srv["intervals"][1:-1]]
+    got = sum(i["bytes"] for i in steady) * 8 / sum(i["seconds"] for i in steady)
+    # iperf3 counts UDP payload: 1400 of each 1442-byte frame (14 Ethernet + 20 IP + 8 UDP).
+    want = rate * 1400 / 1442
+    record(payload_mbps=round(got / 1e6, 3), expected_mbps=round(want / 1e6, 3),
+           dropped_by_queue=stats["ab"]["counters"]["dropped_queue"])
+    assert abs(got - want) / want < 0.01, f"received {got / 1e6:.2f} Mb/s, link gives {want / 1e6:.2f}"
+    assert stats["ab"]["counters"]["dropped_queue"] > 0, "1.2x the rate never filled the queue"
+
+
+def test_random_loss_rate_is_inside_its_99_percent_binomial_interval(record):
+    with LinkPath("loss random 1% seed 3", "", tag="loss") as p:
+        client, srv = _iperf_udp(p, "9M", 100, 11)
+        stats = p.stats()
+    s = srv["end"]["sum_received"]
+    n, lost = s["packets"], s["lost_packets"]
+    c = stats["ab"]["counters"]
+    record(packets=n, lost=lost, rate=round(lost / n, 5), emulator_dropped=c["dropped_loss"])
+    assert n >= 100_000, f"only {n} packets were sent"
+    sd = math.sqrt(n * 0.01 * 0.99)
+    assert abs(lost - 0.01 * n) <= 2.576 * sd, f"{lost} lost of {n}: outside {0.01 * n:.0f} +- {2.576 * sd:.0f}"
+
+
+def test_gilbert_elliott_rate_and_burst_length_match_their_formulas(record):
+    # p = 1 %, r = 25 %: stationary loss p/(p+r) = 3.85 %, mean burst 1/r = 4.
+    with LinkPath("loss gemodel 1% 25% seed 5", "", tag="ge", events=True) as p:
+        _iperf_udp(p, "9M", 100, 11)
+        events_path = p.events_path
+        p.close()
+        # A loss before the queue is logged right after its arrival; departures
+        # come later, so the arrival order is read from arrive/drop pairs.
+        fates: list[bool] = []
+        for row in csv.DictReader(open(events_path)):
+            if row["direction"] != "ab":
+                continue
+            if row["event"] == "arrive":
+                fates.append(False)
+            elif row["event"] == "drop":
+                fates[-1] = True
+    lost = sum(fates)
+    bursts = sum(1 for i, x in enumerate(fates) if x and (i == 0 or not fates[i - 1]))
+    rate, burst = lost / len(fates), lost / bursts
+    record(packets=len(fates), rate=round(rate, 4), expected_rate=round(0.01 / 0.26, 4),
+           mean_burst=round(burst, 2), expected_burst=4.0)
+    # ~1200 bad-state visits of mean 4 and variance 12: the rate's standard
+    # error is ~4 % and the mean burst's ~0.1; the bounds are about 4 of them.
+    assert len(fates) > 100_000
+    assert abs(rate - 0.01 / 0.26) / (0.01 / 0.26) < 0.15
+    assert abs(burst - 4.0) < 0.4
+
+
+def test_drop_tail_queue_delay_is_limit_over_rate(record):
+    # 100 packets of 1442 bytes at 20 Mb/s: 57.7 ms of queue at most.
+    with LinkPath("rate 20mbit limit 100", "", tag="dt", events=True) as p:
+        _iperf_udp(p, "30M", 1400, 4)
+        events_path = p.events_path
+        p.close()
+        waits = [int(row["queue_ns"]) / 1e6 for row in csv.DictReader(open(events_path))
+                 if row["direction"] == "ab" and row["event"] == "depart"]
+    pkt = _frame_time_ms(1428, 20e6)
+    record(max_queue_ms=round(max(waits), 3), expected_ms=round(100 * pkt, 3), packet_ms=round(pkt, 3))
+    assert abs(max(waits) - 100 * pkt) <= pkt, f"longest wait {max(waits):.3f} ms, limit/rate {100 * pkt:.3f} ms"
+
+
+def test_one_cubic_flow_fills_a_clean_long_path(record):
+    # 100 Mb/s, 70 ms RTT, a bandwidth-delay product of queue (875 KB, ~580 frames).
+    with LinkPath("rate 100mbit delay 35ms limit 580", "delay 35ms", tag="cubic") as p:
+        server = p.rcv.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT)])
+        try:
+            time.sleep(0.3)
+            out = json.loads(p.snd.run("iperf3", "-c", p.RCV_ADDR, "-p", str(IPERF_PORT), "-C", "cubic",
+                                       "-t", "20", "-O", "2", "-J", timeout=60))
+        finally:
+            server.wait(timeout=30)
+    got = out["end"]["sum_received"]["bits_per_second"]
+    # TCP payload per frame: 1448 bytes (timestamps on) of 1514.
+    capacity = 100e6 * 1448 / 1514
+    record(goodput_mbps=round(got / 1e6, 2), capacity_mbps=round(capacity / 1e6, 2),
+           share=round(got / capacity, 3))
+    assert got >= 0.9 * capacity, f"cubic got {got / 1e6:.1f} Mb/s of {capacity / 1e6:.1f}"
