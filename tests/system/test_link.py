@@ -143,3 +143,36 @@ def test_one_cubic_flow_fills_a_clean_long_path(record):
     record(goodput_mbps=round(got / 1e6, 2), capacity_mbps=round(capacity / 1e6, 2),
            share=round(got / capacity, 3))
     assert got >= 0.9 * capacity, f"cubic got {got / 1e6:.1f} Mb/s of {capacity / 1e6:.1f}"
+
+
+def test_reno_follows_the_mathis_model_under_random_loss(record):
+    """Mathis: BW = MSS * sqrt(3/2) / (RTT * sqrt(p)), for p in {1e-3, 5e-3, 1e-2} at 50 ms RTT."""
+    import concurrent.futures
+
+    from braidlab import braid
+
+    def one(p_loss):
+        with LinkPath(f"rate 200mbit delay 25ms limit 2000 loss random {p_loss} seed 11", "delay 25ms",
+                      tag=f"m{int(p_loss * 1e4)}") as path:
+            path.rcv.popen([braid.binary(), "cc", "sink", "--listen", "0.0.0.0:5400"])
+            time.sleep(0.3)
+            proc = path.snd.popen(braid.trace_argv(f"{path.RCV_ADDR}:5400", "reno", seconds=60,
+                                                   summary_only=True))
+            t = braid.finish(proc, timeout=120)
+        info = t.summaries[0]["info"]
+        rate = t.total["bytes_acked"] * 8 / t.total["seconds"]
+        mathis = info["mss"] * 8 * math.sqrt(1.5) / (0.050 * math.sqrt(p_loss))
+        return p_loss, rate, mathis
+
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        results = list(ex.map(one, [1e-3, 5e-3, 1e-2]))
+    ratios = {p: r / m for p, r, m in results}
+    xs = [math.log(p) for p, _, _ in results]
+    ys = [math.log(r) for _, r, _ in results]
+    mx, my = sum(xs) / 3, sum(ys) / 3
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    record(mbps={p: round(r / 1e6, 2) for p, r, _ in results}, mathis_mbps={p: round(m / 1e6, 2) for p, _, m in results},
+           ratios={p: round(v, 3) for p, v in ratios.items()}, slope=round(slope, 3))
+    for p, v in ratios.items():
+        assert 0.75 <= v <= 1.25, f"p = {p}: measured / Mathis = {v:.2f}"
+    assert abs(slope + 0.5) <= 0.1, f"log-log slope {slope:.3f}, Mathis says -0.5"
