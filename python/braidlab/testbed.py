@@ -13,10 +13,16 @@ The bottleneck here is the kernel's tbf plus, for random loss, an nftables
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import signal
+import tempfile
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from .netns import Namespace, veth
+from .braid import binary
+from .netns import Namespace, stop, veth
 from .proc import run
 
 _runs = itertools.count()
@@ -45,23 +51,24 @@ def run_id(tag: str) -> str:
     return f"{os.getpid()}-{next(_runs)}{tag}"
 
 
-class Line:
-    """sender (10.9.1.1) -> router -> receiver (10.9.2.1), made on enter, removed on exit."""
+class _Testbed:
+    """Namespaces made by `_build` on enter and always removed on exit, error or Ctrl-C."""
 
-    SND_ADDR = "10.9.1.1"
-    RCV_ADDR = "10.9.2.1"
-
-    def __init__(self, bottleneck: Bottleneck, tag: str = "line"):
-        self.bottleneck = bottleneck
+    def __init__(self, tag: str):
         self.id = run_id(tag)
         self.namespaces: list[Namespace] = []
 
     def _ns(self, role: str) -> Namespace:
         ns = Namespace(f"braid-{self.id}-{role}")
         self.namespaces.append(ns)
+        # No IPv6 autoconfiguration chatter on the emulated links.
+        ns.run("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
         return ns
 
-    def __enter__(self) -> "Line":
+    def _build(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
         try:
             self._build()
         except BaseException:
@@ -76,6 +83,17 @@ class Line:
         for ns in reversed(self.namespaces):
             ns.delete()
         self.namespaces.clear()
+
+
+class Line(_Testbed):
+    """sender (10.9.1.1) -> router -> receiver (10.9.2.1), made on enter, removed on exit."""
+
+    SND_ADDR = "10.9.1.1"
+    RCV_ADDR = "10.9.2.1"
+
+    def __init__(self, bottleneck: Bottleneck, tag: str = "line"):
+        super().__init__(tag)
+        self.bottleneck = bottleneck
 
     def _build(self) -> None:
         b = self.bottleneck
@@ -123,19 +141,11 @@ class Line:
 
 
 def link_binary() -> str:
-    """The braid-link executable beside braid's."""
-    import os as _os
-    from pathlib import Path as _Path
-
-    from .braid import binary
-
-    env = _os.environ.get("BRAID_LINK_BIN")
-    if env:
-        return env
-    return str(_Path(binary()).with_name("braid-link"))
+    """The braid-link executable: $BRAID_LINK_BIN, else beside braid's."""
+    return os.environ.get("BRAID_LINK_BIN") or str(Path(binary()).with_name("braid-link"))
 
 
-class LinkPath:
+class LinkPath(_Testbed):
     """sender (10.9.0.1) <-> [router: braid-link] <-> receiver (10.9.0.2).
 
     The router bridges the two veths through braid-link at layer 2, so the
@@ -149,39 +159,16 @@ class LinkPath:
 
     def __init__(self, forward: str, reverse: str = "", *, tag: str = "path", run_dir=None, mtu: int = 1500,
                  events: bool = False, cpu: int | None = None):
-        import tempfile
-        from pathlib import Path as _Path
-
+        super().__init__(tag)
         self.forward, self.reverse, self.mtu = forward, reverse, mtu
-        self.id = run_id(tag)
-        self.run_dir = _Path(run_dir) if run_dir else _Path(tempfile.mkdtemp(prefix=f"braid-{self.id}-"))
+        self.run_dir = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix=f"braid-{self.id}-"))
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stats_path = self.run_dir / "link-stats.json"
         self.events_path = self.run_dir / "link-events.csv" if events else None
         self.cpu = cpu
-        self.namespaces: list[Namespace] = []
         self.link = None
 
-    def _ns(self, role: str) -> Namespace:
-        ns = Namespace(f"braid-{self.id}-{role}")
-        self.namespaces.append(ns)
-        ns.run("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        return ns
-
-    def __enter__(self) -> "LinkPath":
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def _build(self) -> None:
-        import time
-
         self.snd = self._ns("snd")
         self.rtr = self._ns("rtr")
         self.rcv = self._ns("rcv")
@@ -211,10 +198,6 @@ class LinkPath:
 
     def stats(self) -> dict:
         """braid-link's counters now (it rewrites its stats file on SIGUSR1)."""
-        import json
-        import signal
-        import time
-
         before = self.stats_path.stat().st_mtime_ns if self.stats_path.exists() else 0
         self.link.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 5
@@ -225,11 +208,8 @@ class LinkPath:
         raise RuntimeError("braid-link did not write its stats within 5 s")
 
     def close(self) -> None:
-        from .netns import stop
-
+        # braid-link writes its stats and event log when it ends, before its namespace goes.
         if self.link is not None:
             stop(self.link)
             self.link = None
-        for ns in reversed(self.namespaces):
-            ns.delete()
-        self.namespaces.clear()
+        super().close()
