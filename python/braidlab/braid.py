@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,3 +84,22 @@ def finish(p: subprocess.Popen, timeout: float) -> Trace:
     if p.returncode != 0:
         raise RuntimeError(f"braid cc trace exited {p.returncode}: {err.strip()}")
     return Trace.parse(out)
+
+
+SINK_PORT = 5400
+
+
+def start_sink(host, port: int = SINK_PORT) -> subprocess.Popen:
+    """`braid cc sink` on a testbed host (a Namespace), ready for connections when this returns."""
+    p = host.popen([binary(), "cc", "sink", "--listen", f"0.0.0.0:{port}"])
+    time.sleep(0.2)
+    return p
+
+
+def share_against_reno(sender, target: str, group_cc: str, seconds: float, streams: int = 4) -> tuple[float, float]:
+    """Runs `streams` streams of `group_cc` beside one Reno stream to `target`, from the
+    same sender; returns (aggregate Mb/s of the group, Mb/s of the Reno stream)."""
+    a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, summary_only=True))
+    b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, summary_only=True))
+    ta, tb = finish(a, seconds + 30), finish(b, seconds + 30)
+    return ta.total["mbps"], tb.total["mbps"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from .cwnd import growth_per_ack
 from .spark import sparkline
 from .testbed import Bottleneck, Line
 
-PORT = 5400
 METHODS = [
     # label, control, streams, per-socket options
     ("reno", "reno", 1, {}),
@@ -47,9 +45,8 @@ def run(seconds: float = 6.0, fairness_seconds: float = 10.0, out_root: Path | N
               f"{bottleneck.queue_bytes // 1000} KB queue; {seconds:g} s per control\n")
         rows = []
         with Line(bottleneck, tag="demo") as line:
-            line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{PORT}"])
-            time.sleep(0.2)
-            target = f"{line.RCV_ADDR}:{PORT}"
+            braid.start_sink(line.rcv)
+            target = f"{line.RCV_ADDR}:{braid.SINK_PORT}"
             print(f"{'control':<20} {'Mb/s':>6} {'retx':>5} {'cwnd':>5} {'growth':>7}  cwnd over time (sum of streams)")
             for label, cc, n, opts in METHODS:
                 p = line.snd.popen(braid.trace_argv(target, cc, streams=n, seconds=seconds, interval_ms=50, **opts))
@@ -71,14 +68,10 @@ def run(seconds: float = 6.0, fairness_seconds: float = 10.0, out_root: Path | N
             print(f"\nfairness, {fairness_seconds:g} s each: 4 streams against 1 Reno stream")
             fair = {}
             for cc in ("braid_tcpp", "reno"):
-                a = line.snd.popen(braid.trace_argv(target, cc, streams=4, seconds=fairness_seconds, summary_only=True))
-                b = line.snd.popen(braid.trace_argv(target, "reno", streams=1, seconds=fairness_seconds,
-                                                    summary_only=True))
-                ta, tb = braid.finish(a, fairness_seconds + 30), braid.finish(b, fairness_seconds + 30)
-                ratio = ta.total["mbps"] / tb.total["mbps"] if tb.total["mbps"] else float("inf")
-                fair[cc] = {"group_mbps": ta.total["mbps"], "reno_mbps": tb.total["mbps"], "ratio": ratio}
-                print(f"  4 x {cc:<11} {ta.total['mbps']:>6.1f} Mb/s   1 x reno {tb.total['mbps']:>6.1f} Mb/s   "
-                      f"ratio {ratio:.2f}")
+                group, reno = braid.share_against_reno(line.snd, target, cc, fairness_seconds)
+                ratio = group / reno if reno else float("inf")
+                fair[cc] = {"group_mbps": group, "reno_mbps": reno, "ratio": ratio}
+                print(f"  4 x {cc:<11} {group:>6.1f} Mb/s   1 x reno {reno:>6.1f} Mb/s   ratio {ratio:.2f}")
             print("  (TCP-P with k = 1 aims at a ratio of 1; plain parallel streams take about 4)")
         (out / "summary.json").write_text(json.dumps({"bottleneck": vars(bottleneck), "controls": rows,
                                                       "fairness": fair}, indent=2) + "\n")

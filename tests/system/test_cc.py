@@ -17,7 +17,7 @@ from braidlab.proc import run
 from braidlab.testbed import Bottleneck, Line
 
 CONTROLS = ["braid_stcp", "braid_hstcp", "braid_htcp", "braid_frac", "braid_tcpp"]
-SINK_PORT = 5400
+SINK_PORT = braid.SINK_PORT
 
 
 def _lists():
@@ -74,8 +74,7 @@ def test_set_changes_defaults_and_refuses_bad_values(controls):
 @pytest.fixture(scope="module")
 def line50():
     with Line(Bottleneck(rate_mbit=50, queue_bytes=200_000), tag="cc50") as line:
-        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
-        time.sleep(0.2)
+        braid.start_sink(line.rcv)
         yield line
 
 
@@ -106,8 +105,7 @@ def test_frac_setting_reaches_the_kernel_and_growth_is_frac_over_1000(controls, 
     # A 20 Mb/s bottleneck with ~70 packets of queue: short loss-free epochs of
     # congestion avoidance that the growth estimate sums over.
     with Line(Bottleneck(rate_mbit=20, queue_bytes=100_000), tag="frac") as line:
-        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
-        time.sleep(0.2)
+        braid.start_sink(line.rcv)
         reno = _trace(line, "reno", 12, interval_ms=50)
         frac = _trace(line, "braid_frac", 12, interval_ms=50, frac_cwnd=100)
     assert frac.summaries[0]["cc"] == "braid_frac"
@@ -130,8 +128,7 @@ def _group(group_key):
 
 def test_tcpp_group_membership_follows_sockets(controls, record):
     with Line(Bottleneck(rate_mbit=200, queue_bytes=400_000), tag="grp") as line:
-        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
-        time.sleep(0.2)
+        braid.start_sink(line.rcv)
         target = f"{line.RCV_ADDR}:{SINK_PORT}"
         key = {"kind": "user", "id": 4242}
         a = line.snd.popen(braid.trace_argv(target, "braid_tcpp", streams=4, seconds=60, group=4242,
@@ -156,21 +153,12 @@ def test_tcpp_group_membership_follows_sockets(controls, record):
         record(members_seen=[4, 6, 3, 2, 0])
 
 
-def _share(line, group_cc, seconds):
-    """Aggregate rate of 4 `group_cc` streams over one competing Reno stream's rate."""
-    target = f"{line.RCV_ADDR}:{SINK_PORT}"
-    a = line.snd.popen(braid.trace_argv(target, group_cc, streams=4, seconds=seconds, summary_only=True))
-    b = line.snd.popen(braid.trace_argv(target, "reno", streams=1, seconds=seconds, summary_only=True))
-    ta, tb = braid.finish(a, seconds + 30), braid.finish(b, seconds + 30)
-    return ta.total["mbps"], tb.total["mbps"]
-
-
 def test_four_tcpp_flows_with_k1_take_about_one_reno_flows_share(controls, record):
     with Line(Bottleneck(rate_mbit=20, queue_bytes=300_000), tag="share") as line:
-        line.rcv.popen([braid.binary(), "cc", "sink", "--listen", f"0.0.0.0:{SINK_PORT}"])
-        time.sleep(0.2)
-        tcpp, reno_vs_tcpp = _share(line, "braid_tcpp", 20)
-        par, reno_vs_par = _share(line, "reno", 20)
+        braid.start_sink(line.rcv)
+        target = f"{line.RCV_ADDR}:{SINK_PORT}"
+        tcpp, reno_vs_tcpp = braid.share_against_reno(line.snd, target, "braid_tcpp", 20)
+        par, reno_vs_par = braid.share_against_reno(line.snd, target, "reno", 20)
     r_tcpp = tcpp / reno_vs_tcpp
     r_par = par / reno_vs_par
     record(tcpp4_mbps=tcpp, reno1_mbps=reno_vs_tcpp, tcpp_ratio=round(r_tcpp, 2),

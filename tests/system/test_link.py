@@ -154,9 +154,8 @@ def test_reno_follows_the_mathis_model_under_random_loss(record):
     def one(p_loss):
         with LinkPath(f"rate 200mbit delay 25ms limit 2000 loss random {p_loss} seed 11", "delay 25ms",
                       tag=f"m{int(p_loss * 1e4)}") as path:
-            path.rcv.popen([braid.binary(), "cc", "sink", "--listen", "0.0.0.0:5400"])
-            time.sleep(0.3)
-            proc = path.snd.popen(braid.trace_argv(f"{path.RCV_ADDR}:5400", "reno", seconds=60,
+            braid.start_sink(path.rcv)
+            proc = path.snd.popen(braid.trace_argv(f"{path.RCV_ADDR}:{braid.SINK_PORT}", "reno", seconds=60,
                                                    summary_only=True))
             t = braid.finish(proc, timeout=120)
         info = t.summaries[0]["info"]
