@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod cc;
 mod trace;
+mod traffic;
 
 #[derive(Parser)]
 #[command(name = "braid", version, about = "Parallel TCP streams, fair by design")]
@@ -19,12 +20,16 @@ enum Command {
     /// Install, inspect and configure braid's congestion controls in the running kernel.
     #[command(subcommand)]
     Cc(cc::CcCommand),
+    /// Cross traffic and probes for the laboratory: stiff UDP, Poisson flows, RTT probes.
+    #[command(subcommand)]
+    Traffic(traffic::TrafficCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Cc(cmd) => cc::run(cmd),
+        Command::Traffic(cmd) => traffic::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
