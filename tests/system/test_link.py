@@ -5,21 +5,20 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 import time
 
-from braidlab.testbed import LinkPath
+from braidlab import traffic
+from braidlab.dumbbell import LinkPath
 
 IPERF_PORT = 5201
 MS = 1e-3
 
 
-def _ping(path, count, interval=0.01, size=1412):
-    """RTTs (ms) and sequence numbers in arrival order, 1440-byte IP packets as in Hacker 2004."""
-    out = path.snd.run("ping", "-n", "-c", str(count), "-i", str(interval), "-s", str(size), path.RCV_ADDR,
-                       timeout=count * interval + 30)
-    pairs = re.findall(r"icmp_seq=(\d+) .*time=([\d.]+) ms", out)
-    return [float(t) for _, t in pairs], [int(s) for s, _ in pairs]
+def _probe(path, seconds):
+    """RTT probes as in Hacker 2004: every 10 ms, 1440 bytes of ICMP data (a 1468-byte IP packet)."""
+    summary, samples = traffic.ping_report(traffic.ping(path.senders[0], path.RCV_ADDR, seconds,
+                                                        samples=True).wait(seconds + 30))
+    return summary, [s["rtt_ms"] for s in samples], [s["seq"] for s in samples]
 
 
 def _quantile(xs, q):
@@ -33,15 +32,16 @@ def _frame_time_ms(ip_bytes, rate_bps):
 
 def test_idle_rtt_matches_the_configured_delay_without_reordering(record):
     with LinkPath("rate 100mbit delay 17ms limit 1000", "delay 17ms", tag="rtt") as p:
-        rtts, seqs = _ping(p, 500)
-    assert len(rtts) == 500, f"{500 - len(rtts)} probes lost on an idle link"
+        summary, rtts, seqs = _probe(p, 5)
+    assert summary["sent"] == 500 and len(rtts) == 500, f"{summary['lost']} probes lost on an idle link"
+    assert summary["late_sends"] == 0, "the prober fell behind its 10 ms interval"
     # Two-way delay plus the probe's serialisation on the 100 Mb/s direction.
-    want = 34.0 + _frame_time_ms(1440, 100e6)
+    want = 34.0 + _frame_time_ms(1468, 100e6)
     med, p99 = _quantile(rtts, 0.5), _quantile(rtts, 0.99)
     record(configured_ms=round(want, 3), median_ms=med, p99_ms=p99, max_ms=max(rtts))
     assert abs(med - want) <= max(0.2, 0.02 * want), f"median RTT {med} ms, configured {want:.3f} ms"
     assert p99 <= want + 1.0, f"p99 RTT {p99} ms, configured {want:.3f} ms"
-    assert seqs == sorted(seqs), "probes came back out of order"
+    assert seqs == sorted(seqs) and summary["reordered"] == 0, "probes came back out of order"
 
 
 def _iperf_udp(path, rate, length, seconds):

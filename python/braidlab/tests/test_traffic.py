@@ -1,0 +1,46 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from braidlab import traffic
+
+HERE = Path(__file__).parent
+
+
+def test_iperf3_parsed_from_captured_output():
+    # iperf3 -c 127.0.0.1 -t 1 -P 2 -C reno -J, intervals trimmed.
+    r = traffic.parse_iperf3((HERE / "iperf3_tcp_p2.json").read_text())
+    assert r.received_bytes == 6379274240
+    assert r.cc == "reno"
+    assert r.retransmits == 1
+    assert [s["bytes"] for s in r.streams] == [3188981760, 3190292480]
+    assert sum(s["retransmits"] for s in r.streams) == r.retransmits
+    assert r.mbps == pytest.approx(6379274240 * 8 / r.seconds / 1e6)
+
+
+def test_iperf3_error_is_raised():
+    with pytest.raises(RuntimeError, match="unable to connect"):
+        traffic.parse_iperf3(json.dumps({"start": {}, "intervals": [], "end": {},
+                                         "error": "unable to connect to server: Connection refused"}))
+
+
+def test_sink_report_groups_by_flow():
+    text = "\n".join(json.dumps(r) for r in [
+        {"type": "interval", "flow": "a/0", "t": 0.1, "packets": 2, "bytes": 20, "lost": 0, "mbps": 1.0},
+        {"type": "interval", "flow": "a/0", "t": 0.0, "packets": 1, "bytes": 10, "lost": 1, "mbps": 0.5},
+        {"type": "summary", "flow": "a/0", "packets": 3, "bytes": 30, "lost": 1, "reordered": 0, "sent": 4,
+         "loss_ratio": 0.25},
+    ])
+    r = traffic.SinkReport.parse("braid traffic sink: listening\n" + text)
+    bins, summary = r.only()
+    assert [b["t"] for b in bins] == [0.0, 0.1]
+    assert summary["loss_ratio"] == 0.25
+
+
+def test_ping_report_needs_a_summary():
+    with pytest.raises(ValueError):
+        traffic.ping_report('{"type": "rtt", "seq": 0, "t": 0, "rtt_ms": 1.0}')
+    s, samples = traffic.ping_report('{"type": "rtt", "seq": 0, "t": 0, "rtt_ms": 1.0}\n'
+                                     '{"type": "ping", "sent": 1, "received": 1}')
+    assert s["received"] == 1 and samples[0]["rtt_ms"] == 1.0
