@@ -92,3 +92,20 @@ def test_sinusoidal_source_follows_its_rate_per_100ms_bin(record, lo, hi, tmp_pa
     assert worst_rel <= 0.02 or worst_pkts <= 2.0, f"worst bin off by {100 * worst_rel:.2f} % ({worst_pkts:.1f} packets)"
     if lo >= 50:
         assert worst_rel <= 0.02
+
+
+def test_braidlab_path_runs_a_command_across_the_path(tmp_path):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "braidlab", "path", "--rate", "20mbit", "--delay", "5ms", "--run-dir", str(tmp_path),
+           "--", "ping", "-c", "3", "-i", "0.1", "{peer}"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "3 received" in p.stdout
+    rtt_min = float(p.stdout.split("min/avg/max/mdev = ")[1].split("/")[0])
+    assert 10.0 <= rtt_min < 11.0, p.stdout
+    assert "forward: arrived" in p.stderr and (tmp_path / "manifest.json").exists()
+    # The command's failure is the tool's failure.
+    bad = subprocess.run(cmd[:-7] + ["--", "false"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1
