@@ -175,3 +175,54 @@ def test_reno_follows_the_mathis_model_under_random_loss(record):
     for p, v in ratios.items():
         assert 0.75 <= v <= 1.25, f"p = {p}: measured / Mathis = {v:.2f}"
     assert abs(slope + 0.5) <= 0.1, f"log-log slope {slope:.3f}, Mathis says -0.5"
+
+
+def _red_realised(pb):
+    """Early-drop rate RED really applies at base probability pb: its count spreads drops
+    uniformly over 1..1/pb packets (pa = pb / (1 - count pb)), so one in (1 + 1/pb)/2 drops."""
+    if pb <= 0:
+        return 0.0
+    return 2.0 / (1.0 + math.floor(1.0 / pb))
+
+
+def test_red_drop_probability_follows_the_max_p_line(record, tmp_path):
+    lo, hi, max_p = 20_000, 60_000, 0.2
+    red = f"red limit 300000 min {lo} max {hi} avpkt 1000 probability {max_p} bandwidth 10mbit seed 21"
+    seconds = 30
+    with LinkPath(f"rate 10mbit {red}", "", run_dir=tmp_path, events=True, tag="red") as p:
+        sink = traffic.udp_sink(p.receivers[0])
+        # 1000-byte IP packets, offered 8 to 14 Mb/s: the queue fills and drains each cycle,
+        # so the average sweeps the whole ramp between min and max.
+        src = traffic.udp_source(p.senders[0], p.RCV_ADDR, seconds, sine=("8mbit", "14mbit"), size=972)
+        src.wait(seconds + 30)
+        time.sleep(0.5)
+        sink.stop()
+    edges = [lo + (hi - lo) * i / 5 for i in range(6)]
+    arrivals = [0] * 5
+    early = [0] * 5
+    expect = [0.0] * 5
+    last_bin = None
+    for row in csv.DictReader(open(p.events_path)):
+        if row["direction"] != "ab":
+            continue
+        if row["event"] == "arrive":
+            avg = int(row["avg_bytes"])
+            last_bin = None
+            if lo <= avg < hi:
+                last_bin = min(4, int((avg - lo) * 5 / (hi - lo)))
+                arrivals[last_bin] += 1
+                expect[last_bin] += _red_realised(max_p * (avg - lo) / (hi - lo))
+        elif row["event"] == "drop" and row["reason"] == "red" and last_bin is not None:
+            early[last_bin] += 1
+    rows = []
+    for i in range(5):
+        if arrivals[i] < 1000:
+            continue
+        got, want = early[i] / arrivals[i], expect[i] / arrivals[i]
+        rows.append((round(edges[i]), arrivals[i], round(got, 4), round(want, 4)))
+    record(bins=rows)
+    assert len(rows) >= 4, f"the average did not sweep the ramp: {arrivals}"
+    for start, n, got, want in rows:
+        assert abs(got - want) <= 0.25 * want + 0.005, f"avg from {start} B: drop rate {got}, the line gives {want}"
+    # It rises along the line.
+    assert [r[2] for r in rows] == sorted(r[2] for r in rows)

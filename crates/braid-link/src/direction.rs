@@ -99,7 +99,8 @@ pub enum DropReason {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "lowercase")]
 pub enum Event {
-    Arrive { t_ns: u64, len: u32 },
+    /// `avg_bytes`: RED's average backlog after this arrival updated it (0 without RED).
+    Arrive { t_ns: u64, len: u32, avg_bytes: u32 },
     /// Leaves the emulator; `queue_ns` waited in the queue, `total_ns` since arrival.
     Depart { t_ns: u64, len: u32, queue_ns: u64, total_ns: u64 },
     Drop { t_ns: u64, len: u32, reason: DropReason },
@@ -227,11 +228,34 @@ impl<F: Frame> Direction<F> {
         let len = f.len() as u64;
         self.counters.arrived += 1;
         self.counters.arrived_bytes += len;
-        self.record(Event::Arrive { t_ns: now, len: len as u32 });
         if self.cfg.loss_at == LossAt::Enqueue && self.loss.lose(&mut self.rng) {
+            self.record_arrival(now, len);
             return Err(self.drop_frame(now, f, DropReason::Loss));
         }
-        let admit = match (&self.cfg.queue, &mut self.red) {
+        let admit = self.admit(now, len);
+        self.record_arrival(now, len);
+        if let Err(reason) = admit {
+            return Err(self.drop_frame(now, f, reason));
+        }
+        self.backlog_bytes += len;
+        self.queue.push_back((now, f));
+        let (pkts, bytes) = (self.queue.len() as u64, self.backlog_bytes);
+        self.counters.max_backlog_packets = self.counters.max_backlog_packets.max(pkts);
+        self.counters.max_backlog_bytes = self.counters.max_backlog_bytes.max(bytes);
+        self.service(now);
+        Ok(())
+    }
+
+    fn record_arrival(&mut self, now: u64, len: u64) {
+        if self.log.is_some() {
+            let avg = self.red.as_ref().map_or(0.0, |r| r.avg());
+            self.record(Event::Arrive { t_ns: now, len: len as u32, avg_bytes: avg.min(u32::MAX as f64) as u32 });
+        }
+    }
+
+    /// The queue's verdict on a frame of `len` bytes arriving now.
+    fn admit(&mut self, now: u64, len: u64) -> Result<(), DropReason> {
+        match (&self.cfg.queue, &mut self.red) {
             (QueueKind::Red(_), Some(red)) => match red.arrive(now, self.backlog_bytes, len, &mut self.rng) {
                 Verdict::Enqueue => Ok(()),
                 Verdict::Early => Err(DropReason::Red),
@@ -256,17 +280,7 @@ impl<F: Frame> Direction<F> {
                 }
             }
             (QueueKind::Red(_), None) => unreachable!("RED state is made with the config"),
-        };
-        if let Err(reason) = admit {
-            return Err(self.drop_frame(now, f, reason));
         }
-        self.backlog_bytes += len;
-        self.queue.push_back((now, f));
-        let (pkts, bytes) = (self.queue.len() as u64, self.backlog_bytes);
-        self.counters.max_backlog_packets = self.counters.max_backlog_packets.max(pkts);
-        self.counters.max_backlog_bytes = self.counters.max_backlog_bytes.max(bytes);
-        self.service(now);
-        Ok(())
     }
 
     fn tx_time(&mut self, len: u64) -> u64 {

@@ -200,16 +200,16 @@ fn write_stats(args: &Args, dirs: &[Direction<Vec<u8>>; 2], tx: [u64; 2], starte
 
 fn write_events(path: &PathBuf, dirs: &[Direction<Vec<u8>>; 2]) -> Result<()> {
     let mut out = std::io::BufWriter::new(fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
-    writeln!(out, "direction,event,t_ns,len,queue_ns,total_ns,reason")?;
+    writeln!(out, "direction,event,t_ns,len,queue_ns,total_ns,reason,avg_bytes")?;
     for (name, d) in ["ab", "ba"].iter().zip(dirs) {
         for e in d.events() {
             match e {
-                Event::Arrive { t_ns, len } => writeln!(out, "{name},arrive,{t_ns},{len},,,")?,
+                Event::Arrive { t_ns, len, avg_bytes } => writeln!(out, "{name},arrive,{t_ns},{len},,,,{avg_bytes}")?,
                 Event::Depart { t_ns, len, queue_ns, total_ns } => {
-                    writeln!(out, "{name},depart,{t_ns},{len},{queue_ns},{total_ns},")?
+                    writeln!(out, "{name},depart,{t_ns},{len},{queue_ns},{total_ns},,")?
                 }
                 Event::Drop { t_ns, len, reason } => {
-                    writeln!(out, "{name},drop,{t_ns},{len},,,{}", serde_json::to_value(reason)?.as_str().unwrap_or("?"))?
+                    writeln!(out, "{name},drop,{t_ns},{len},,,{},", serde_json::to_value(reason)?.as_str().unwrap_or("?"))?
                 }
             }
         }
