@@ -1,0 +1,97 @@
+"""braid's congestion controls on the emulated 50 ms path, against the papers' models.
+
+- braid_frac (Hacker 2004): growth 1/m of Reno's per RTT, so at the same loss
+  rate its window, and its throughput, is Reno's times 1/sqrt(m);
+- braid_tcpp (Cho & Bettati): 4 streams of strength k = 1 take one Reno flow's share;
+- braid_stcp, braid_hstcp: Kelly's 0.08/p and RFC 3649's 0.12/p^0.835 windows.
+
+Throughput and windows are taken after the first 10 s, once slow start's
+overshoot has been worked off.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from braidlab import braid
+from braidlab.dumbbell import LinkPath
+
+WARMUP = 10.0
+
+
+def _steady(trace, warmup=WARMUP):
+    """Per stream: (Mb/s after warm-up, mean cwnd of samples after warm-up)."""
+    out = []
+    end = trace.total["seconds"]
+    for s in trace.summaries:
+        i = s["stream"]
+        samples = [x for x in trace.stream(i) if x["t"] >= warmup]
+        start = min(samples, key=lambda x: x["t"])
+        rate = (s["bytes_acked"] - start["info"]["bytes_acked"]) * 8 / (end - start["t"]) / 1e6
+        out.append((rate, statistics.fmean(x["info"]["cwnd"] for x in samples)))
+    return out
+
+
+def _run(path, runs, seconds):
+    """Starts every (cc, streams, extra trace options) at once; their traces, in order."""
+    target = f"{path.RCV_ADDR}:{braid.SINK_PORT}"
+    procs = [path.snd.popen(braid.trace_argv(target, cc, streams=n, seconds=seconds, interval_ms=500, **kw))
+             for cc, n, kw in runs]
+    return [braid.finish(p, timeout=seconds + 60) for p in procs]
+
+
+def test_frac_throughput_is_reno_over_sqrt_m(controls, record):
+    """Hacker 2004: m = 10 and 100 at p = 1e-3, 50 ms RTT, the link never the limit.
+
+    Eight streams of each kind at once, so the ratio averages over many loss cycles."""
+    p_loss, seconds = 1e-3, 50
+    with LinkPath(f"rate 500mbit delay 25ms limit 5000 loss random {p_loss} seed 31", "delay 25ms",
+                  tag="frac") as path:
+        braid.start_sink(path.rcv)
+        reno, m10, m100 = _run(path, [("reno", 8, {}), ("braid_frac", 8, {"frac_cwnd": 100}),
+                                      ("braid_frac", 8, {"frac_cwnd": 10})], seconds)
+    r = statistics.fmean(x for x, _ in _steady(reno))
+    f10 = statistics.fmean(x for x, _ in _steady(m10))
+    f100 = statistics.fmean(x for x, _ in _steady(m100))
+    record(reno_mbps=round(r, 3), frac_m10_mbps=round(f10, 3), frac_m100_mbps=round(f100, 3),
+           ratio_m10=round(f10 / r, 3), ratio_m100=round(f100 / r, 3),
+           expected=[round(1 / math.sqrt(10), 3), 0.1])
+    for m, f in ((10, f10), (100, f100)):
+        want = 1 / math.sqrt(m)
+        assert abs(f / r - want) <= 0.3 * want, f"m = {m}: frac/reno = {f / r:.3f}, 1/sqrt(m) = {want:.3f}"
+
+
+def test_four_tcpp_k1_flows_share_a_droptail_bottleneck_with_one_reno(controls, record):
+    seconds = 60
+    # 20 Mb/s, 50 ms: a BDP of 83 full frames, the queue one BDP.
+    with LinkPath("rate 20mbit delay 25ms limit 85", "delay 25ms", tag="tcpp") as path:
+        braid.start_sink(path.rcv)
+        tcpp, reno = _run(path, [("braid_tcpp", 4, {"strength": 1}), ("reno", 1, {})], seconds)
+    group = sum(x for x, _ in _steady(tcpp))
+    one = _steady(reno)[0][0]
+    record(tcpp4_mbps=round(group, 2), reno_mbps=round(one, 2), ratio=round(group / one, 3))
+    assert 0.6 <= group / one <= 1.6, f"4 TCP-P (k = 1) took {group / one:.2f}x one Reno flow"
+
+
+def test_stcp_and_hstcp_follow_their_response_functions(controls, record):
+    """Mean window W(p): STCP 0.08/p (Kelly 2003), HSTCP 0.12/p^0.835 (RFC 3649), at two loss rates."""
+    seconds = 45
+    results = {}
+    for p_loss, n_stcp, n_hstcp in ((1e-3, 2, 3), (3e-4, 1, 3)):
+        with LinkPath(f"rate 500mbit delay 25ms limit 5000 loss random {p_loss} seed 41", "delay 25ms",
+                      tag=f"rf{int(p_loss * 1e5)}") as path:
+            braid.start_sink(path.rcv)
+            stcp, hstcp = _run(path, [("braid_stcp", n_stcp, {}), ("braid_hstcp", n_hstcp, {})], seconds)
+        results[p_loss] = {
+            "stcp": (statistics.fmean(w for _, w in _steady(stcp)), 0.08 / p_loss),
+            "hstcp": (statistics.fmean(w for _, w in _steady(hstcp)), 0.12 / p_loss ** 0.835),
+        }
+        # The same window seen as packets per RTT, for the record.
+        per_rtt = {cc: statistics.fmean(r * 1e6 / 8 * 0.050 / t.summaries[0]["info"]["mss"] for r, _ in _steady(t))
+                   for cc, t in (("stcp", stcp), ("hstcp", hstcp))}
+        record(p=p_loss, packets_per_rtt={cc: round(v, 1) for cc, v in per_rtt.items()})
+    record(windows={p: {cc: [round(w, 1), round(want, 1)] for cc, (w, want) in d.items()} for p, d in results.items()})
+    for p_loss, d in results.items():
+        for cc, (w, want) in d.items():
+            assert abs(w - want) <= 0.3 * want, f"{cc} at p = {p_loss}: mean window {w:.1f}, model {want:.1f}"
