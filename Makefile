@@ -1,5 +1,5 @@
 # The two commands of README: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test clean
+.PHONY: setup demo test clean bench-link
 
 setup:
 	bash scripts/setup.sh
@@ -9,6 +9,9 @@ demo: setup
 
 test:
 	bash scripts/test.sh
+
+bench-link: setup
+	.venv/bin/python benches/link.py
 
 clean:
 	.venv/bin/python -m braidlab clean

@@ -75,23 +75,22 @@ def test_four_tcpp_k1_flows_share_a_droptail_bottleneck_with_one_reno(controls, 
 
 
 def test_stcp_and_hstcp_follow_their_response_functions(controls, record):
-    """Mean window W(p): STCP 0.08/p (Kelly 2003), HSTCP 0.12/p^0.835 (RFC 3649), at two loss rates."""
-    seconds = 45
-    results = {}
-    for p_loss, n_stcp, n_hstcp in ((1e-3, 2, 3), (3e-4, 1, 3)):
+    """Mean window W(p): STCP 0.08/p (Kelly 2003), HSTCP 0.12/p^0.835 (RFC 3649), each at two loss rates.
+
+    HSTCP is Reno up to 38 packets (p ~ 1e-3), where its two laws meet and random loss
+    pushes the window across the seam; its rates are taken well above that."""
+    seconds = 40
+    models = {"braid_stcp": lambda p: 0.08 / p, "braid_hstcp": lambda p: 0.12 / p ** 0.835}
+    runs = {1e-3: [("braid_stcp", 2)], 3e-4: [("braid_stcp", 1), ("braid_hstcp", 3)], 1e-4: [("braid_hstcp", 2)]}
+    results = []
+    for p_loss, ccs in runs.items():
         with LinkPath(f"rate 500mbit delay 25ms limit 5000 loss random {p_loss} seed 41", "delay 25ms",
                       tag=f"rf{int(p_loss * 1e5)}") as path:
             braid.start_sink(path.rcv)
-            stcp, hstcp = _run(path, [("braid_stcp", n_stcp, {}), ("braid_hstcp", n_hstcp, {})], seconds)
-        results[p_loss] = {
-            "stcp": (statistics.fmean(w for _, w in _steady(stcp)), 0.08 / p_loss),
-            "hstcp": (statistics.fmean(w for _, w in _steady(hstcp)), 0.12 / p_loss ** 0.835),
-        }
-        # The same window seen as packets per RTT, for the record.
-        per_rtt = {cc: statistics.fmean(r * 1e6 / 8 * 0.050 / t.summaries[0]["info"]["mss"] for r, _ in _steady(t))
-                   for cc, t in (("stcp", stcp), ("hstcp", hstcp))}
-        record(p=p_loss, packets_per_rtt={cc: round(v, 1) for cc, v in per_rtt.items()})
-    record(windows={p: {cc: [round(w, 1), round(want, 1)] for cc, (w, want) in d.items()} for p, d in results.items()})
-    for p_loss, d in results.items():
-        for cc, (w, want) in d.items():
-            assert abs(w - want) <= 0.3 * want, f"{cc} at p = {p_loss}: mean window {w:.1f}, model {want:.1f}"
+            traces = _run(path, [(cc, n, {}) for cc, n in ccs], seconds)
+        for (cc, _), t in zip(ccs, traces):
+            w = statistics.fmean(w for _, w in _steady(t))
+            results.append((cc, p_loss, w, models[cc](p_loss)))
+    record(windows=[[cc, p, round(w, 1), round(want, 1)] for cc, p, w, want in results])
+    for cc, p_loss, w, want in results:
+        assert abs(w - want) <= 0.3 * want, f"{cc} at p = {p_loss}: mean window {w:.1f}, model {want:.1f}"

@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
+use crate::hist::Hist;
 use crate::loss::Loss;
 use crate::red::{Red, RedParams, Verdict};
 use crate::rng::Rng;
@@ -106,9 +107,6 @@ pub enum Event {
     Drop { t_ns: u64, len: u32, reason: DropReason },
 }
 
-/// Lateness histogram: bucket i counts releases late by [2^i, 2^(i+1)) ns (bucket 0: < 2 ns).
-pub const LATE_BUCKETS: usize = 32;
-
 /// Per-direction counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Counters {
@@ -123,25 +121,13 @@ pub struct Counters {
     pub max_backlog_bytes: u64,
     /// How late packets left relative to their release time (the I/O loop's error).
     #[serde(skip)]
-    pub late_hist: [u64; LATE_BUCKETS],
+    pub late: Hist,
 }
 
 impl Counters {
-    /// The lateness below which a fraction `q` of departures fell, ns (upper bucket edge).
+    /// The lateness below which a fraction `q` of departures fell, ns (within 12.5 %, above).
     pub fn late_quantile_ns(&self, q: f64) -> u64 {
-        let total: u64 = self.late_hist.iter().sum();
-        if total == 0 {
-            return 0;
-        }
-        let target = (q * total as f64).ceil() as u64;
-        let mut seen = 0;
-        for (i, n) in self.late_hist.iter().enumerate() {
-            seen += n;
-            if seen >= target {
-                return 1u64 << (i + 1);
-            }
-        }
-        u64::MAX
+        self.late.quantile(q)
     }
 }
 
@@ -336,8 +322,7 @@ impl<F: Frame> Direction<F> {
         self.counters.departed += 1;
         self.counters.departed_bytes += len as u64;
         let late = now - p.release;
-        let bucket = (64 - late.leading_zeros() as usize).min(LATE_BUCKETS - 1);
-        self.counters.late_hist[bucket] += 1;
+        self.counters.late.record(late);
         self.record(Event::Depart { t_ns: now, len, queue_ns: p.queue_ns, total_ns: now - p.arrival });
         Some(p.frame)
     }
@@ -493,10 +478,12 @@ mod tests {
     #[test]
     fn lateness_quantiles() {
         let mut c = Counters::default();
-        c.late_hist[10] = 99;
-        c.late_hist[20] = 1;
-        assert_eq!(c.late_quantile_ns(0.5), 2048);
-        assert_eq!(c.late_quantile_ns(0.999), 1 << 21);
+        for _ in 0..99 {
+            c.late.record(1000);
+        }
+        c.late.record(1_000_000);
+        assert_eq!(c.late_quantile_ns(0.5), 1024);
+        assert_eq!(c.late_quantile_ns(0.999), 1_048_576);
         assert_eq!(Counters::default().late_quantile_ns(0.5), 0);
     }
 }

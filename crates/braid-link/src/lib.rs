@@ -5,6 +5,7 @@
 //! sans-IO; `src/main.rs` moves frames between two interfaces through them.
 
 pub mod direction;
+pub mod hist;
 pub mod loss;
 pub mod red;
 pub mod rng;
