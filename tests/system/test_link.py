@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import statistics
 import time
 
 from braidlab import traffic
@@ -226,3 +227,34 @@ def test_red_drop_probability_follows_the_max_p_line(record, tmp_path):
         assert abs(got - want) <= 0.25 * want + 0.005, f"avg from {start} B: drop rate {got}, the line gives {want}"
     # It rises along the line.
     assert [r[2] for r in rows] == sorted(r[2] for r in rows)
+
+
+def test_mahimahi_trace_sets_the_rate_phase_by_phase(record, tmp_path):
+    """A 2 s trace: 24 Mb/s for a second (two opportunities a millisecond), then 6 Mb/s."""
+    trace = tmp_path / "step.trace"
+    high = [t for ms in range(1, 1001) for t in (ms, ms)]
+    low = list(range(1002, 2001, 2))
+    trace.write_text("\n".join(map(str, high + low)) + "\n")
+    seconds = 8
+    with LinkPath(f"trace {trace} limit 2000", "", run_dir=tmp_path, events=True, tag="mm") as p:
+        sink = traffic.udp_sink(p.receivers[0])
+        traffic.udp_source(p.senders[0], p.RCV_ADDR, seconds, rate="30mbit", size=1472).wait(seconds + 30)
+        time.sleep(0.5)
+        sink.stop()
+    departures = [int(r["t_ns"]) for r in csv.DictReader(open(p.events_path))
+                  if r["direction"] == "ab" and r["event"] == "depart" and r["len"] == "1514"]
+    t0 = departures[0]
+    # Frame bytes per 250 ms window, away from the phase edges (the trace's clock starts
+    # with braid-link, so phases sit at whole seconds of its clock; take the windows'
+    # rates and sort them into the two phases).
+    windows = {}
+    for t in departures:
+        windows[(t - t0) // 250_000_000] = windows.get((t - t0) // 250_000_000, 0) + 1514
+    rates = sorted(b * 8 / 0.25 / 1e6 for w, b in windows.items() if 0 < w < max(windows))
+    hi = rates[-len(rates) // 4:]
+    lo = rates[: len(rates) // 4]
+    record(high_mbps=round(statistics.median(hi), 2), low_mbps=round(statistics.median(lo), 2),
+           mean_mbps=round(sum(rates) / len(rates), 2), expected=[24, 6, 15])
+    assert abs(statistics.median(hi) - 24) <= 0.05 * 24
+    assert abs(statistics.median(lo) - 6) <= 0.05 * 6
+    assert abs(sum(rates) / len(rates) - 15) <= 0.05 * 15

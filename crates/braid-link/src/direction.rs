@@ -11,6 +11,7 @@
 //! never released before the one ahead of it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -18,6 +19,7 @@ use crate::hist::Hist;
 use crate::loss::Loss;
 use crate::red::{Red, RedParams, Verdict};
 use crate::rng::Rng;
+use crate::trace::{Cursor, DeliveryTrace};
 
 /// Anything with a length in bytes can cross the link.
 pub trait Frame {
@@ -60,6 +62,8 @@ pub enum LossAt {
 pub struct Config {
     /// Bottleneck rate, bit/s; None = no serialisation limit.
     pub rate_bps: Option<u64>,
+    /// A varying rate from a Mahimahi delivery trace, instead of `rate_bps`.
+    pub trace: Option<Arc<DeliveryTrace>>,
     /// Bytes added to each frame's length for serialisation (preamble, FCS, gap).
     pub overhead: u32,
     /// One-way propagation delay, ns.
@@ -76,6 +80,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             rate_bps: None,
+            trace: None,
             overhead: 0,
             delay_ns: 0,
             jitter_ns: 0,
@@ -143,6 +148,7 @@ pub struct Direction<F> {
     cfg: Config,
     loss: Loss,
     red: Option<Red>,
+    cursor: Option<Cursor>,
     rng: Rng,
     queue: VecDeque<(u64, F)>,
     backlog_bytes: u64,
@@ -167,6 +173,7 @@ impl<F: Frame> Direction<F> {
             loss: cfg.loss.clone(),
             rng: Rng::new(cfg.seed),
             red,
+            cursor: cfg.trace.clone().map(Cursor::new),
             queue: VecDeque::with_capacity(PREALLOCATED),
             backlog_bytes: 0,
             link_free_at: 0,
@@ -280,7 +287,11 @@ impl<F: Frame> Direction<F> {
     /// to the delay line.
     pub fn service(&mut self, now: u64) {
         while let Some(&(arrival, _)) = self.queue.front() {
-            let start = self.link_free_at.max(arrival);
+            let mut start = self.link_free_at.max(arrival);
+            if let Some(c) = &mut self.cursor {
+                // A frame starts at an opportunity: until then it holds its queue place.
+                start = c.seek(start);
+            }
             if start > now {
                 break;
             }
@@ -292,7 +303,10 @@ impl<F: Frame> Direction<F> {
                     red.idle(start);
                 }
             }
-            let end = start + self.tx_time(len);
+            let end = match &mut self.cursor {
+                Some(c) => c.consume(len + self.cfg.overhead as u64),
+                None => start + self.tx_time(len),
+            };
             self.link_free_at = end;
             if self.cfg.loss_at == LossAt::Dequeue && self.loss.lose(&mut self.rng) {
                 self.drop_frame(start, f, DropReason::Loss);
@@ -330,7 +344,10 @@ impl<F: Frame> Direction<F> {
     /// When something next happens here without a new arrival.
     pub fn next_wakeup(&self) -> Option<u64> {
         let line = self.line.front().map(|p| p.release);
-        let queue = self.queue.front().map(|&(arrival, _)| self.link_free_at.max(arrival));
+        let queue = self.queue.front().map(|&(arrival, _)| {
+            let at = self.link_free_at.max(arrival);
+            self.cursor.as_ref().map_or(at, |c| c.peek(at))
+        });
         match (line, queue) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -370,6 +387,21 @@ mod tests {
         assert_eq!(d.next_wakeup(), Some(10 * MS));
         assert!(d.pop(10 * MS - 1).is_none());
         assert!(d.pop(10 * MS).is_some());
+    }
+
+    #[test]
+    fn a_delivery_trace_releases_frames_at_its_opportunities() {
+        let trace = Arc::new(DeliveryTrace::parse("1\n2\n3\n4\n").unwrap());
+        let cfg = Config { trace: Some(trace), delay_ns: MS, ..Default::default() };
+        let mut d = Direction::new(cfg, false);
+        for _ in 0..6 {
+            d.arrive(0, P(1500)).ok().unwrap();
+        }
+        // The first frame waits in the queue for the 1 ms opportunity.
+        assert_eq!(d.backlog().0, 6);
+        assert_eq!(d.next_wakeup(), Some(MS));
+        // Opportunities at 1, 2, 3, 4 ms, then the trace repeats (5, 6 ms); plus 1 ms delay.
+        assert_eq!(drain(&mut d, 20 * MS, MS / 4), vec![2 * MS, 3 * MS, 4 * MS, 5 * MS, 6 * MS, 7 * MS]);
     }
 
     #[test]

@@ -10,5 +10,6 @@ pub mod loss;
 pub mod red;
 pub mod rng;
 pub mod spec;
+pub mod trace;
 
 pub use direction::{Config, Direction, DropReason, Event, Frame, Limit, LossAt, QueueKind};

@@ -14,6 +14,7 @@
 use crate::direction::{Config, Limit, LossAt, QueueKind};
 use crate::loss::Loss;
 use crate::red::RedParams;
+use crate::trace::DeliveryTrace;
 
 /// Parses a rate: "100mbit", "1gbit", "12500kbps".
 pub fn parse_rate(s: &str) -> Result<u64, String> {
@@ -114,6 +115,7 @@ pub fn parse(spec: &str) -> Result<Config, String> {
     while let Some(word) = t.next() {
         match word {
             "rate" => cfg.rate_bps = Some(parse_rate(t.value("rate")?)?),
+            "trace" => cfg.trace = Some(std::sync::Arc::new(DeliveryTrace::load(t.value("trace")?)?)),
             "delay" => {
                 cfg.delay_ns = parse_time(t.value("delay")?)?;
                 if let Some(j) = t.words.get(t.at).filter(|w| parse_time(w).is_ok()) {
@@ -146,6 +148,9 @@ pub fn parse(spec: &str) -> Result<Config, String> {
             "red" => cfg.queue = QueueKind::Red(parse_red(&mut t)?),
             other => return Err(format!("unknown word {other:?} in link spec {spec:?}")),
         }
+    }
+    if cfg.rate_bps.is_some() && cfg.trace.is_some() {
+        return Err(format!("link spec {spec:?} gives both rate and trace: the trace is the rate"));
     }
     Ok(cfg)
 }
@@ -271,5 +276,17 @@ mod tests {
         assert!(parse("wobble 3").unwrap_err().contains("wobble"));
         assert!(parse("red min 30k max 20k limit 90k bandwidth 1mbit").unwrap_err().contains("min"));
         assert!(parse("red min 1 max 2 limit 9").unwrap_err().contains("bandwidth"));
+        assert!(parse("trace /nonexistent/trace").unwrap_err().contains("/nonexistent/trace"));
+    }
+
+    #[test]
+    fn trace_is_read_from_its_file_and_excludes_rate() {
+        let path = std::env::temp_dir().join(format!("braid-link-spec-{}.trace", std::process::id()));
+        std::fs::write(&path, "1\n2\n").unwrap();
+        let p = path.to_str().unwrap();
+        let cfg = parse(&format!("trace {p} delay 5ms")).unwrap();
+        assert_eq!(cfg.trace.as_ref().unwrap().mean_rate_bps(), 12e6);
+        assert!(parse(&format!("rate 10mbit trace {p}")).unwrap_err().contains("both rate and trace"));
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -1,0 +1,375 @@
+//! Frames to bytes and back.
+
+use crate::message::{FileEntry, Kind, Message, Mode, SessionParams};
+
+/// The largest frame (type byte and payload): a manifest of many files fits,
+/// a corrupt length cannot make a reader allocate gigabytes.
+pub const MAX_FRAME: u32 = 16 << 20;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("frame length {0} is outside 1..={MAX_FRAME}")]
+    Length(u32),
+    #[error("unknown message type {0}")]
+    Type(u8),
+    #[error("{what}: the frame ends early")]
+    Short { what: &'static str },
+    #[error("{what}: {len} bytes left over at the end of the frame")]
+    Trailing { what: &'static str, len: usize },
+    #[error("{what}: invalid value {value}")]
+    Value { what: &'static str, value: u64 },
+    #[error("{what}: not UTF-8")]
+    Utf8 { what: &'static str },
+}
+
+/// Appends `m`'s frame to `out`.
+pub fn encode(m: &Message, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, m.type_byte()]);
+    let mut w = Writer(out);
+    match m {
+        Message::Hello { version, nonce } | Message::Challenge { version, nonce } => {
+            w.u16(*version);
+            w.bytes(nonce);
+        }
+        Message::Proof { mac } | Message::Welcome { mac } => w.bytes(mac),
+        Message::Open(p) => {
+            w.u8(p.kind as u8);
+            w.u8(p.mode as u8);
+            w.u16(p.streams);
+            w.str(&p.cc);
+            w.u16(p.frac_cwnd);
+            w.u32(p.strength_milli);
+            w.u32(p.duration_ms);
+            w.u32(p.block_size);
+        }
+        Message::Accepted { session } => w.u64(*session),
+        Message::Attach { session, stream, mac } => {
+            w.u64(*session);
+            w.u16(*stream);
+            w.bytes(mac);
+        }
+        Message::Detach { stream } => w.u16(*stream),
+        Message::Manifest { files } => {
+            w.u32(files.len() as u32);
+            for f in files {
+                w.str(&f.path);
+                w.u64(f.size);
+                w.u32(f.mode);
+                w.u64(f.mtime_ns as u64);
+            }
+        }
+        Message::Block { file, offset, len, checksum } => {
+            w.u32(*file);
+            w.u64(*offset);
+            w.u32(*len);
+            w.u32(*checksum);
+        }
+        Message::Ranges { file, ranges } => {
+            w.u32(*file);
+            w.u32(ranges.len() as u32);
+            for (a, b) in ranges {
+                w.u64(*a);
+                w.u64(*b);
+            }
+        }
+        Message::Progress { bytes } | Message::Close { bytes } => w.u64(*bytes),
+        Message::Error { code, message } => {
+            w.u16(*code);
+            w.str(message);
+        }
+    }
+    let len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Decodes the first frame of `buf`: `Ok(None)` if more bytes are needed,
+/// else the message and how many bytes it took.
+pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let len = u32::from_be_bytes(buf[..4].try_into().unwrap());
+    if len == 0 || len > MAX_FRAME {
+        return Err(DecodeError::Length(len));
+    }
+    let total = 4 + len as usize;
+    if buf.len() < total {
+        return Ok(None);
+    }
+    let ty = buf[4];
+    let mut r = Reader { b: &buf[5..total], what: "frame" };
+    let m = match ty {
+        1 | 2 => {
+            r.what = if ty == 1 { "hello" } else { "challenge" };
+            let version = r.u16()?;
+            let nonce = r.array::<16>()?;
+            if ty == 1 { Message::Hello { version, nonce } } else { Message::Challenge { version, nonce } }
+        }
+        3 => Message::Proof { mac: r.named("proof").array()? },
+        4 => Message::Welcome { mac: r.named("welcome").array()? },
+        5 => {
+            r.what = "open";
+            let kind = match r.u8()? {
+                0 => Kind::Bench,
+                1 => Kind::Send,
+                2 => Kind::Get,
+                v => return Err(DecodeError::Value { what: "open: kind", value: v as u64 }),
+            };
+            let mode = match r.u8()? {
+                0 => Mode::Single,
+                1 => Mode::Parallel,
+                2 => Mode::Combined,
+                3 => Mode::Tcpp,
+                v => return Err(DecodeError::Value { what: "open: mode", value: v as u64 }),
+            };
+            Message::Open(SessionParams {
+                kind,
+                mode,
+                streams: r.u16()?,
+                cc: r.str()?,
+                frac_cwnd: r.u16()?,
+                strength_milli: r.u32()?,
+                duration_ms: r.u32()?,
+                block_size: r.u32()?,
+            })
+        }
+        6 => Message::Accepted { session: r.named("accepted").u64()? },
+        7 => {
+            r.what = "attach";
+            Message::Attach { session: r.u64()?, stream: r.u16()?, mac: r.array()? }
+        }
+        8 => Message::Detach { stream: r.named("detach").u16()? },
+        9 => {
+            r.what = "manifest";
+            let n = r.u32()?;
+            // Each entry takes at least 22 bytes: a count larger than the frame is a lie.
+            if n as usize > r.b.len() / 22 {
+                return Err(DecodeError::Value { what: "manifest: file count", value: n as u64 });
+            }
+            let mut files = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                files.push(FileEntry { path: r.str()?, size: r.u64()?, mode: r.u32()?, mtime_ns: r.u64()? as i64 });
+            }
+            Message::Manifest { files }
+        }
+        10 => {
+            r.what = "block";
+            Message::Block { file: r.u32()?, offset: r.u64()?, len: r.u32()?, checksum: r.u32()? }
+        }
+        11 => {
+            r.what = "ranges";
+            let file = r.u32()?;
+            let n = r.u32()?;
+            if n as usize > r.b.len() / 16 {
+                return Err(DecodeError::Value { what: "ranges: count", value: n as u64 });
+            }
+            let mut ranges = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let (a, b) = (r.u64()?, r.u64()?);
+                if a > b {
+                    return Err(DecodeError::Value { what: "ranges: a range ending before its start", value: a });
+                }
+                ranges.push((a, b));
+            }
+            Message::Ranges { file, ranges }
+        }
+        12 => Message::Progress { bytes: r.named("progress").u64()? },
+        13 => {
+            r.what = "error";
+            Message::Error { code: r.u16()?, message: r.str()? }
+        }
+        14 => Message::Close { bytes: r.named("close").u64()? },
+        t => return Err(DecodeError::Type(t)),
+    };
+    if !r.b.is_empty() {
+        return Err(DecodeError::Trailing { what: r.what, len: r.b.len() });
+    }
+    Ok(Some((m, total)))
+}
+
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl Writer<'_> {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
+    }
+    /// Strings longer than 65535 bytes are cut at a character boundary.
+    fn str(&mut self, s: &str) {
+        let mut end = s.len().min(u16::MAX as usize);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.u16(end as u16);
+        self.bytes(&s.as_bytes()[..end]);
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    fn named(&mut self, what: &'static str) -> &mut Self {
+        self.what = what;
+        self
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.b.len() < n {
+            return Err(DecodeError::Short { what: self.what });
+        }
+        let (head, rest) = self.b.split_at(n);
+        self.b = rest;
+        Ok(head)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        Ok(self.take(N)?.try_into().unwrap())
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        Ok(u16::from_be_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_be_bytes(self.array()?))
+    }
+    fn str(&mut self) -> Result<String, DecodeError> {
+        let n = self.u16()? as usize;
+        let what = self.what;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| DecodeError::Utf8 { what })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bytes(m: &Message) -> Vec<u8> {
+        let mut v = Vec::new();
+        encode(m, &mut v);
+        v
+    }
+
+    #[test]
+    fn vectors() {
+        assert_eq!(bytes(&Message::Progress { bytes: 0x0102 }), [0, 0, 0, 9, 12, 0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(bytes(&Message::Detach { stream: 7 }), [0, 0, 0, 3, 8, 0, 7]);
+        assert_eq!(
+            bytes(&Message::Error { code: 2, message: "no".into() }),
+            [0, 0, 0, 7, 13, 0, 2, 0, 2, b'n', b'o']
+        );
+        assert_eq!(
+            bytes(&Message::Block { file: 1, offset: 2, len: 3, checksum: 4 }),
+            [0, 0, 0, 21, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4]
+        );
+        let open = Message::Open(SessionParams {
+            kind: Kind::Bench,
+            mode: Mode::Combined,
+            streams: 9,
+            cc: "reno".into(),
+            frac_cwnd: 100,
+            strength_milli: 1000,
+            duration_ms: 10_000,
+            block_size: 1 << 20,
+        });
+        assert_eq!(
+            bytes(&open),
+            [0, 0, 0, 25, 5, 0, 2, 0, 9, 0, 4, b'r', b'e', b'n', b'o', 0, 100, 0, 0, 3, 232, 0, 0, 39, 16, 0, 16, 0, 0]
+        );
+    }
+
+    #[test]
+    fn partial_frames_ask_for_more() {
+        let b = bytes(&Message::Close { bytes: 5 });
+        for cut in 0..b.len() {
+            assert_eq!(decode(&b[..cut]), Ok(None), "cut at {cut}");
+        }
+        assert_eq!(decode(&b), Ok(Some((Message::Close { bytes: 5 }, b.len()))));
+    }
+
+    #[test]
+    fn malformed_frames_are_named() {
+        assert_eq!(decode(&[0, 0, 0, 0, 1]), Err(DecodeError::Length(0)));
+        assert_eq!(decode(&[0xff, 0, 0, 0]), Err(DecodeError::Length(0xff00_0000)));
+        assert_eq!(decode(&[0, 0, 0, 1, 99]), Err(DecodeError::Type(99)));
+        assert_eq!(decode(&[0, 0, 0, 2, 8, 0]), Err(DecodeError::Short { what: "detach" }));
+        assert_eq!(decode(&[0, 0, 0, 4, 8, 0, 1, 9]), Err(DecodeError::Trailing { what: "detach", len: 1 }));
+        assert_eq!(decode(&[0, 0, 0, 5, 13, 0, 1, 0, 1]), Err(DecodeError::Short { what: "error" }));
+        assert_eq!(decode(&[0, 0, 0, 6, 13, 0, 1, 0, 1, 0xff]), Err(DecodeError::Utf8 { what: "error" }));
+        // A manifest claiming a billion files in a few bytes.
+        assert!(matches!(decode(&[0, 0, 0, 5, 9, 0x40, 0, 0, 0]), Err(DecodeError::Value { .. })));
+        let mut bad_range = bytes(&Message::Ranges { file: 0, ranges: vec![(5, 9)] });
+        bad_range[13] = 10; // start 10 > end 9
+        assert!(matches!(decode(&bad_range), Err(DecodeError::Value { .. })));
+    }
+
+    fn arb_message() -> impl Strategy<Value = Message> {
+        let nonce = any::<[u8; 16]>();
+        let mac = any::<[u8; 32]>();
+        let params = (0u8..3, 0u8..4, any::<u16>(), "[a-z_]{0,16}", any::<u16>(), any::<u32>(), any::<u32>(), any::<u32>())
+            .prop_map(|(k, m, streams, cc, frac_cwnd, strength_milli, duration_ms, block_size)| SessionParams {
+                kind: [Kind::Bench, Kind::Send, Kind::Get][k as usize],
+                mode: [Mode::Single, Mode::Parallel, Mode::Combined, Mode::Tcpp][m as usize],
+                streams,
+                cc,
+                frac_cwnd,
+                strength_milli,
+                duration_ms,
+                block_size,
+            });
+        let entry = ("\\PC{0,40}", any::<u64>(), any::<u32>(), any::<i64>())
+            .prop_map(|(path, size, mode, mtime_ns)| FileEntry { path, size, mode, mtime_ns });
+        prop_oneof![
+            (any::<u16>(), nonce).prop_map(|(version, nonce)| Message::Hello { version, nonce }),
+            (any::<u16>(), nonce).prop_map(|(version, nonce)| Message::Challenge { version, nonce }),
+            mac.prop_map(|mac| Message::Proof { mac }),
+            mac.prop_map(|mac| Message::Welcome { mac }),
+            params.prop_map(Message::Open),
+            any::<u64>().prop_map(|session| Message::Accepted { session }),
+            (any::<u64>(), any::<u16>(), mac).prop_map(|(session, stream, mac)| Message::Attach { session, stream, mac }),
+            any::<u16>().prop_map(|stream| Message::Detach { stream }),
+            proptest::collection::vec(entry, 0..8).prop_map(|files| Message::Manifest { files }),
+            (any::<u32>(), any::<u64>(), any::<u32>(), any::<u32>())
+                .prop_map(|(file, offset, len, checksum)| Message::Block { file, offset, len, checksum }),
+            (any::<u32>(), proptest::collection::vec((0u64..1 << 40, 0u64..1 << 40), 0..8)).prop_map(|(file, r)| {
+                Message::Ranges { file, ranges: r.into_iter().map(|(a, b)| (a.min(b), a.max(b))).collect() }
+            }),
+            any::<u64>().prop_map(|bytes| Message::Progress { bytes }),
+            (any::<u16>(), "\\PC{0,80}").prop_map(|(code, message)| Message::Error { code, message }),
+            any::<u64>().prop_map(|bytes| Message::Close { bytes }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn every_message_round_trips(m in arb_message(), tail in proptest::collection::vec(any::<u8>(), 0..8)) {
+            let mut b = bytes(&m);
+            let len = b.len();
+            b.extend(tail);
+            prop_assert_eq!(decode(&b), Ok(Some((m, len))));
+        }
+
+        #[test]
+        fn decoding_garbage_never_panics(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode(&b);
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! braid's wire protocol, as pure encode/decode with no I/O.
+//!
+//! A session is one control connection and N data connections. Every
+//! connection carries frames:
+//!
+//! ```text
+//!  0        4      5
+//!  | length | type | payload (length - 1 bytes) ...
+//! ```
+//! `length` (big-endian u32) counts the type byte and the payload and is at
+//! most [`MAX_FRAME`]. Integers are big-endian; a string is a u16 byte count
+//! and UTF-8; a list is a u32 count and its items. A `Block` frame is a
+//! header only: its `len` bytes of data follow it raw on the same stream.
+//!
+//! The handshake (see [`auth`]): the client says `Hello` with a nonce, the
+//! server answers `Challenge` with its own, the client proves it holds the
+//! token (`Proof`), the server proves it too (`Welcome`). The token itself
+//! never crosses the wire. Data connections `Attach` with a proof keyed by
+//! the session key both ends derived.
+//!
+//! If [`decode`] returns `Ok(Some(..))`, the message is complete and valid;
+//! malformed input is an error naming what is wrong, never a panic.
+
+pub mod auth;
+mod codec;
+mod message;
+
+pub use codec::{decode, encode, DecodeError, MAX_FRAME};
+pub use message::{FileEntry, Kind, Message, Mode, SessionParams};
+
+/// The protocol version this build speaks; a peer with another is refused.
+pub const VERSION: u16 = 1;
