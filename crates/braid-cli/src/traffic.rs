@@ -436,14 +436,17 @@ fn ping(a: PingArgs) -> Result<()> {
     while !STOP.load(Ordering::Relaxed) {
         let now = now_ns();
         if next < end && now >= next {
+            if now - next >= a.interval {
+                late_sends += 1;
+            }
             let len = icmp::echo_request(&mut out_buf, ident, sent, now, a.size);
             sock.send(&out_buf[..len]).with_context(|| format!("probing {}", a.to))?;
             sent += 1;
             next += a.interval;
-            // Fallen behind by a whole interval: skip the missed slots rather
-            // than send a catch-up burst that would load the path.
-            if next <= now {
-                late_sends += (now - next) / a.interval + 1;
+            // A short stall (a busy host) is made up by sending the missed
+            // probes at once; a long one is skipped rather than sent as a
+            // burst that would load the path.
+            if now.saturating_sub(next) > 10 * a.interval {
                 next = now + a.interval;
             }
             continue;
