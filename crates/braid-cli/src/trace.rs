@@ -162,7 +162,7 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     Ok(())
 }
 
-fn round3(x: f64) -> f64 {
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 

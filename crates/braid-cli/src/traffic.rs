@@ -27,6 +27,8 @@ use braid_traffic::shape::{Schedule, Shape};
 use braid_traffic::tally::{Bin, Tally};
 use braid_traffic::{icmp, stats};
 use clap::{Args, Subcommand};
+
+use crate::trace::round3;
 use serde_json::json;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -178,10 +180,6 @@ fn stop_on_signals() {
     }
 }
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 fn udp(a: UdpArgs) -> Result<()> {
     let seconds = positive_seconds(a.seconds, "--seconds")?;
     if a.size < HEADER_LEN || a.size > 65_507 {
@@ -248,9 +246,16 @@ fn udp(a: UdpArgs) -> Result<()> {
     Ok(())
 }
 
-fn bin_json(flow: &str, interval_ns: u64, b: &Bin) -> serde_json::Value {
+/// A flow at the sink: where it comes from and the id it carries.
+type FlowKey = (SocketAddr, u32);
+
+fn flow_name((from, id): &FlowKey) -> String {
+    format!("{from}/{id}")
+}
+
+fn bin_json(flow: &FlowKey, interval_ns: u64, b: &Bin) -> serde_json::Value {
     let secs = interval_ns as f64 / 1e9;
-    json!({"type": "interval", "flow": flow, "t": round3(b.index as f64 * secs), "packets": b.packets,
+    json!({"type": "interval", "flow": flow_name(flow), "t": round3(b.index as f64 * secs), "packets": b.packets,
            "bytes": b.bytes, "lost": b.lost, "mbps": b.bytes as f64 * 8.0 / secs / 1e6})
 }
 
@@ -271,7 +276,7 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
     stop_on_signals();
     eprintln!("braid traffic sink: listening on {}", sock.local_addr()?);
 
-    let mut flows: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut flows: BTreeMap<FlowKey, Tally> = BTreeMap::new();
     let mut malformed = 0u64;
     let mut buf = vec![0u8; 65_536];
     let out = std::io::stdout();
@@ -285,8 +290,8 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
                         continue;
                     }
                 };
-                let key = format!("{}/{}", from, h.flow);
-                let tally = flows.entry(key.clone()).or_insert_with(|| Tally::new(a.interval));
+                let key = (from, h.flow);
+                let tally = flows.entry(key).or_insert_with(|| Tally::new(a.interval));
                 match h.kind {
                     Kind::Data => tally.data(h.seq, h.offset_ns(), n as u64),
                     Kind::Fin => tally.fin(h.seq),
@@ -311,7 +316,7 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
             writeln!(o, "{}", bin_json(key, a.interval, &b))?;
         }
         let t = tally.totals();
-        writeln!(o, "{}", json!({"type": "summary", "flow": key, "packets": t.packets, "bytes": t.bytes,
+        writeln!(o, "{}", json!({"type": "summary", "flow": flow_name(key), "packets": t.packets, "bytes": t.bytes,
                                   "lost": t.lost, "reordered": t.reordered, "sent": t.sent,
                                   "loss_ratio": t.loss_ratio()}))?;
     }
@@ -480,16 +485,16 @@ fn ping(a: PingArgs) -> Result<()> {
         }
     }
     let reordered = stats::reordered(&arrivals);
-    let mut sorted = rtts_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let q = |p: f64| stats::quantile(&sorted, p).map(round4);
+    let mean = if rtts_ms.is_empty() { None } else { Some(round4(rtts_ms.iter().sum::<f64>() / rtts_ms.len() as f64)) };
+    rtts_ms.sort_by(f64::total_cmp);
+    let q = |p: f64| stats::quantile(&rtts_ms, p).map(round4);
     println!(
         "{}",
         json!({"type": "ping", "target": a.to.to_string(), "interval_ms": a.interval as f64 / 1e6, "size": a.size,
                "sent": sent, "received": rtts_ms.len(), "lost": sent.saturating_sub(rtts_ms.len() as u64),
                "reordered": reordered, "late_sends": late_sends,
                "min_ms": q(0.0), "median_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0),
-               "mean_ms": if rtts_ms.is_empty() { None } else { Some(round4(rtts_ms.iter().sum::<f64>() / rtts_ms.len() as f64)) }})
+               "mean_ms": mean})
     );
     Ok(())
 }

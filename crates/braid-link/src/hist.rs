@@ -45,10 +45,6 @@ impl Hist {
         self.total += 1;
     }
 
-    pub fn count(&self) -> u64 {
-        self.total
-    }
-
     /// A value at or above the q-quantile (0 <= q <= 1) and less than 12.5 % above
     /// it: the upper edge of the bucket holding it. 0 when empty.
     pub fn quantile(&self, q: f64) -> u64 {

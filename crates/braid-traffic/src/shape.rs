@@ -96,10 +96,6 @@ impl Schedule {
         Ok(Schedule { shape, packet_bits: packet_bytes as f64 * 8.0, sent: 0, last: 0.0, rng: Rng::new(seed) })
     }
 
-    pub fn shape(&self) -> &Shape {
-        &self.shape
-    }
-
     /// When the next packet is due. The first is due at 0. Deterministic
     /// shapes place packet k where the integral of the rate reaches k packets,
     /// so the bits sent never drift from the bits due by more than a packet.

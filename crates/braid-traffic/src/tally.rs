@@ -54,10 +54,6 @@ impl Tally {
         Tally { interval_ns, bins: BTreeMap::new(), next_seq: 0, totals: Totals::default(), newest_ns: 0 }
     }
 
-    pub fn interval_ns(&self) -> u64 {
-        self.interval_ns
-    }
-
     /// A data packet `seq` of `bytes`, sent `offset_ns` after the source started.
     pub fn data(&mut self, seq: u64, offset_ns: u64, bytes: u64) {
         let index = offset_ns / self.interval_ns;
@@ -96,6 +92,10 @@ impl Tally {
     /// late packets for them are unlikely now.
     pub fn settled(&mut self, grace_ns: u64) -> Vec<Bin> {
         let horizon = self.newest_ns.saturating_sub(grace_ns) / self.interval_ns;
+        // Called for every datagram: most of the time nothing has settled.
+        if self.bins.first_key_value().is_none_or(|(&oldest, _)| oldest >= horizon) {
+            return Vec::new();
+        }
         let keep = self.bins.split_off(&horizon);
         std::mem::replace(&mut self.bins, keep).into_values().collect()
     }
