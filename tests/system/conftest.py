@@ -27,13 +27,19 @@ def pytest_sessionstart(session):
 
 
 @pytest.fixture(scope="session")
-def controls():
-    """braid's controls, installed for the session; removed after it if we installed them."""
+def _controls_for_session():
     was_installed = braid.cc_status()["installed"]
-    braid.cc("install")
     yield
     if not was_installed:
         braid.cc("uninstall")
+
+
+@pytest.fixture
+def controls(_controls_for_session):
+    """braid's controls, installed before each test that asks (a test that
+    uninstalls and fails half-way must not take the rest down with it), and
+    removed after the session if the session installed them."""
+    braid.cc("install")
 
 
 @pytest.fixture

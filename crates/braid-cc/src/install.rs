@@ -9,6 +9,7 @@ use std::fs;
 use std::io;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
@@ -171,7 +172,31 @@ pub fn uninstall(pin_dir: &Path) -> Result<UninstallReport> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io("removing", pin_dir, e)),
     }
+    wait_unregistered(&report.unregistered)?;
     Ok(report)
+}
+
+/// The kernel frees a link, and so unregisters its control, from a work
+/// queue after the last reference goes: wait for it, so that `uninstall`
+/// returning means the names are gone and `install` can register them again.
+fn wait_unregistered(names: &[&'static str]) -> Result<()> {
+    const LIMIT: Duration = Duration::from_secs(10);
+    let start = Instant::now();
+    loop {
+        let available = sysctl::available_controls()?;
+        let left: Vec<&str> = names.iter().copied().filter(|n| available.iter().any(|a| a == n)).collect();
+        if left.is_empty() {
+            return Ok(());
+        }
+        if start.elapsed() > LIMIT {
+            return Err(Error::Invalid(format!(
+                "the pins are removed but the kernel still lists {} after {}s",
+                left.join(" "),
+                LIMIT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn remove_pin(path: &Path) -> Result<bool> {
