@@ -1,6 +1,6 @@
 //! Frames to bytes and back.
 
-use crate::message::{FileEntry, Kind, Message, Mode, SessionParams};
+use crate::message::{FileEntry, Kind, Message, Mode, SessionParams, KNOWN_FLAGS};
 
 /// The largest frame (type byte and payload): a manifest of many files fits,
 /// a corrupt length cannot make a reader allocate gigabytes.
@@ -42,6 +42,7 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             w.u32(p.strength_milli);
             w.u32(p.duration_ms);
             w.u32(p.block_size);
+            w.u32(p.flags);
         }
         Message::Accepted { session } => w.u64(*session),
         Message::Attach { session, stream, mac } => {
@@ -77,6 +78,10 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
         Message::Error { code, message } => {
             w.u16(*code);
             w.str(message);
+        }
+        Message::Verify { file, hash } => {
+            w.u32(*file);
+            w.bytes(hash);
         }
     }
     let len = (out.len() - start - 4) as u32;
@@ -123,7 +128,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 3 => Mode::Tcpp,
                 v => return Err(DecodeError::Value { what: "open: mode", value: v as u64 }),
             };
-            Message::Open(SessionParams {
+            let p = SessionParams {
                 kind,
                 mode,
                 streams: r.u16()?,
@@ -132,7 +137,12 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 strength_milli: r.u32()?,
                 duration_ms: r.u32()?,
                 block_size: r.u32()?,
-            })
+                flags: r.u32()?,
+            };
+            if p.flags & !KNOWN_FLAGS != 0 {
+                return Err(DecodeError::Value { what: "open: flags", value: p.flags as u64 });
+            }
+            Message::Open(p)
         }
         6 => Message::Accepted { session: r.named("accepted").u64()? },
         7 => {
@@ -180,6 +190,10 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
             Message::Error { code: r.u16()?, message: r.str()? }
         }
         14 => Message::Close { bytes: r.named("close").u64()? },
+        15 => {
+            r.what = "verify";
+            Message::Verify { file: r.u32()?, hash: r.array()? }
+        }
         t => return Err(DecodeError::Type(t)),
     };
     if !r.b.is_empty() {
@@ -260,6 +274,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::FLAG_RESUME;
     use proptest::prelude::*;
 
     fn bytes(m: &Message) -> Vec<u8> {
@@ -289,11 +304,20 @@ mod tests {
             strength_milli: 1000,
             duration_ms: 10_000,
             block_size: 1 << 20,
+            flags: FLAG_RESUME,
         });
         assert_eq!(
             bytes(&open),
-            [0, 0, 0, 25, 5, 0, 2, 0, 9, 0, 4, b'r', b'e', b'n', b'o', 0, 100, 0, 0, 3, 232, 0, 0, 39, 16, 0, 16, 0, 0]
+            [
+                0, 0, 0, 29, 5, 0, 2, 0, 9, 0, 4, b'r', b'e', b'n', b'o', 0, 100, 0, 0, 3, 232, 0, 0, 39, 16, 0, 16, 0,
+                0, 0, 0, 0, 1
+            ]
         );
+        let mut hash = [0u8; 32];
+        hash[31] = 0xab;
+        let mut v = vec![0, 0, 0, 37, 15, 0, 0, 0, 3];
+        v.extend_from_slice(&hash);
+        assert_eq!(bytes(&Message::Verify { file: 3, hash }), v);
     }
 
     #[test]
@@ -319,13 +343,29 @@ mod tests {
         let mut bad_range = bytes(&Message::Ranges { file: 0, ranges: vec![(5, 9)] });
         bad_range[13] = 10; // start 10 > end 9
         assert!(matches!(decode(&bad_range), Err(DecodeError::Value { .. })));
+        let mut open = bytes(&Message::Open(SessionParams {
+            kind: Kind::Send,
+            mode: Mode::Single,
+            streams: 1,
+            cc: String::new(),
+            frac_cwnd: 0,
+            strength_milli: 0,
+            duration_ms: 0,
+            block_size: 1,
+            flags: 0,
+        }));
+        *open.last_mut().unwrap() = 0x80;
+        assert_eq!(decode(&open), Err(DecodeError::Value { what: "open: flags", value: 0x80 }));
     }
 
     fn arb_message() -> impl Strategy<Value = Message> {
         let nonce = any::<[u8; 16]>();
         let mac = any::<[u8; 32]>();
-        let params = (0u8..3, 0u8..4, any::<u16>(), "[a-z_]{0,16}", any::<u16>(), any::<u32>(), any::<u32>(), any::<u32>())
-            .prop_map(|(k, m, streams, cc, frac_cwnd, strength_milli, duration_ms, block_size)| SessionParams {
+        let params = (
+            (0u8..3, 0u8..4, any::<u16>(), "[a-z_]{0,16}"),
+            (any::<u16>(), any::<u32>(), any::<u32>(), any::<u32>(), 0u32..4),
+        )
+            .prop_map(|((k, m, streams, cc), (frac_cwnd, strength_milli, duration_ms, block_size, flags))| SessionParams {
                 kind: [Kind::Bench, Kind::Send, Kind::Get][k as usize],
                 mode: [Mode::Single, Mode::Parallel, Mode::Combined, Mode::Tcpp][m as usize],
                 streams,
@@ -334,6 +374,7 @@ mod tests {
                 strength_milli,
                 duration_ms,
                 block_size,
+                flags,
             });
         let entry = ("\\PC{0,40}", any::<u64>(), any::<u32>(), any::<i64>())
             .prop_map(|(path, size, mode, mtime_ns)| FileEntry { path, size, mode, mtime_ns });
@@ -355,6 +396,7 @@ mod tests {
             any::<u64>().prop_map(|bytes| Message::Progress { bytes }),
             (any::<u16>(), "\\PC{0,80}").prop_map(|(code, message)| Message::Error { code, message }),
             any::<u64>().prop_map(|bytes| Message::Close { bytes }),
+            (any::<u32>(), any::<[u8; 32]>()).prop_map(|(file, hash)| Message::Verify { file, hash }),
         ]
     }
 

@@ -26,7 +26,7 @@ mod codec;
 mod message;
 
 pub use codec::{decode, encode, DecodeError, MAX_FRAME};
-pub use message::{FileEntry, Kind, Message, Mode, SessionParams};
+pub use message::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
 
 /// The protocol version this build speaks; a peer with another is refused.
 pub const VERSION: u16 = 1;

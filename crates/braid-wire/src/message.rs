@@ -42,7 +42,15 @@ pub struct SessionParams {
     pub duration_ms: u32,
     /// Bytes per block.
     pub block_size: u32,
+    /// [`FLAG_RESUME`], [`FLAG_REVERSE`]; unknown bits are refused.
+    pub flags: u32,
 }
+
+/// Send/get: the receiver keeps what it already holds and says so in `Ranges`.
+pub const FLAG_RESUME: u32 = 1;
+/// Bench: the server sends and the client receives.
+pub const FLAG_REVERSE: u32 = 2;
+pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME | FLAG_REVERSE;
 
 /// One file of a manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,6 +81,9 @@ pub enum Message {
     Error { code: u16, message: String },
     /// The end: the sender's count of payload bytes sent.
     Close { bytes: u64 },
+    /// `file`'s whole-content BLAKE3: the sender's once every block is
+    /// acknowledged, the receiver's answer once it has checked and published.
+    Verify { file: u32, hash: [u8; 32] },
 }
 
 impl Message {
@@ -92,6 +103,7 @@ impl Message {
             Message::Progress { .. } => 12,
             Message::Error { .. } => 13,
             Message::Close { .. } => 14,
+            Message::Verify { .. } => 15,
         }
     }
 }

@@ -1,0 +1,277 @@
+//! The client's side of `send`, `get` and `bench`: it opens the control
+//! connection, then dials every data stream (and dials a lost one again).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use braid_cc::Controls;
+use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
+
+use crate::bench;
+use crate::conn::Conn;
+use crate::engine::{self, Abort, Finished, StreamEnd, Streams};
+use crate::error::{Error, Result};
+use crate::manifest;
+use crate::pacer::Pacer;
+use crate::plan::{self, StreamControl};
+use crate::ranges::RangeSet;
+use crate::receive::RecvShared;
+use crate::send::SendShared;
+use crate::session::{self, SocketOptions, Token};
+use crate::telemetry::{Output, Summary, Telemetry};
+
+/// Everything a client session needs.
+#[derive(Clone)]
+pub struct Config {
+    /// HOST:PORT of `braid serve`.
+    pub target: String,
+    pub token: Token,
+    pub params: SessionParams,
+    pub sock: SocketOptions,
+    pub pin_dir: PathBuf,
+    pub output: Output,
+    pub interval: Duration,
+    /// Bits per second for the whole session.
+    pub limit_bps: Option<u64>,
+}
+
+pub fn mode_name(p: &SessionParams) -> String {
+    match p.mode {
+        Mode::Single => "single".into(),
+        Mode::Parallel => format!("parallel-{}", p.streams),
+        Mode::Combined => format!("combined-{}", p.streams),
+        Mode::Tcpp => format!("tcpp-{}", p.streams),
+    }
+}
+
+struct Opened {
+    ctrl: Conn,
+    key: [u8; 32],
+    addr: SocketAddr,
+}
+
+fn open(cfg: &Config) -> Result<Opened> {
+    plan::check(&cfg.params).map_err(Error::Usage)?;
+    let mut last = None;
+    for addr in session::resolve(&cfg.target)? {
+        match session::connect(addr, &SocketOptions::default(), None) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                let mut ctrl = Conn::new(s).map_err(|e| Error::io("cloning a socket", e))?;
+                let key = session::client_handshake(&mut ctrl, &cfg.token)?;
+                return Ok(Opened { ctrl, key, addr });
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("resolve returns at least one address"))
+}
+
+fn accepted(ctrl: &mut Conn) -> Result<u64> {
+    match ctrl.recv()? {
+        Message::Accepted { session } => Ok(session),
+        m => Err(session::unexpected("the session's acceptance", &m)),
+    }
+}
+
+/// The sending end's controls: per stream, and braid-cc's maps if settings need them.
+fn controls(cfg: &Config, session: u64) -> Result<(Vec<StreamControl>, Option<Controls>)> {
+    let c = plan::stream_controls(&cfg.params, session);
+    let maps = session::open_controls(&c, &cfg.pin_dir)?;
+    Ok((c, maps))
+}
+
+fn dialer<'a>(
+    cfg: &'a Config,
+    addr: SocketAddr,
+    key: [u8; 32],
+    session: u64,
+    sending: Option<&'a (Vec<StreamControl>, Option<Controls>)>,
+) -> impl Fn(usize) -> Result<Conn> + Sync + 'a {
+    move |i| {
+        let control = sending.map(|(c, maps)| (&c[i], maps.as_ref()));
+        let s = session::connect(addr, &cfg.sock, control)?;
+        session::attach(s, session, i as u16, &key)
+    }
+}
+
+/// `braid bench`: memory to memory for the session's duration.
+pub fn bench(cfg: &Config) -> Result<Summary> {
+    let mut o = open(cfg)?;
+    o.ctrl.send(&Message::Open(cfg.params.clone()))?;
+    let session = accepted(&mut o.ctrl)?;
+    let reverse = cfg.params.flags & FLAG_REVERSE != 0;
+    let n = cfg.params.streams as usize;
+    let sending = if reverse { None } else { Some(controls(cfg, session)?) };
+    let tel = Telemetry::new(n, cfg.output);
+    let sampler = tel.spawn_sampler(cfg.interval);
+    let (abort, done, finished, reconnects) = (Abort::default(), AtomicBool::new(false), Finished::default(), AtomicUsize::new(0));
+    let streams = Streams { n, abort: &abort, done: &done, finished: &finished, reconnects: &reconnects, quiet: cfg.output == Output::Json };
+    let duration = Duration::from_millis(cfg.params.duration_ms as u64);
+    let deadline = Instant::now() + duration;
+    let pacer = cfg.limit_bps.map(Pacer::new);
+    let dial = dialer(cfg, o.addr, o.key, session, sending.as_ref());
+    let send_work = |i: usize, conn: Conn| {
+        bench::send(i, conn, deadline, &tel, pacer.as_ref());
+        StreamEnd::Finished
+    };
+    let recv_work = |i: usize, conn: Conn| {
+        bench::receive(i, conn, &tel);
+        StreamEnd::Finished
+    };
+    let peer = thread::scope(|s| -> Result<u64> {
+        let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) = if reverse { &recv_work } else { &send_work };
+        streams.dial(s, &dial, work);
+        let r = (|| {
+            if reverse {
+                let sent = match o.ctrl.recv()? {
+                    Message::Close { bytes } => bytes,
+                    m => return Err(session::unexpected("the end of the bench", &m)),
+                };
+                finished.wait(n, &abort, Duration::from_secs(30));
+                o.ctrl.send(&Message::Close { bytes: tel.total() })?;
+                Ok(sent)
+            } else {
+                finished.wait(n, &abort, duration + Duration::from_secs(30));
+                o.ctrl.send(&Message::Close { bytes: tel.total() })?;
+                match o.ctrl.recv()? {
+                    Message::Close { bytes } => Ok(bytes),
+                    m => Err(session::unexpected("the receiver's count", &m)),
+                }
+            }
+        })();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        if r.is_err() {
+            abort.stop();
+            engine::shut_all(&tel);
+        }
+        r
+    });
+    let mut summary = tel.finish("bench", if reverse { "receiver" } else { "sender" }, mode_name(&cfg.params));
+    let _ = sampler.join();
+    if let Some(e) = abort.take() {
+        return Err(e);
+    }
+    summary.peer_bytes = Some(peer?);
+    Ok(summary)
+}
+
+/// `braid send`: files and directories to `dest` below the server's root.
+pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
+    let (files, skipped) = manifest::list(sources, dest)?;
+    if cfg.output != Output::Json {
+        for s in &skipped {
+            eprintln!("braid: skipping {s}");
+        }
+    }
+    let mut o = open(cfg)?;
+    let mut params = cfg.params.clone();
+    params.kind = Kind::Send;
+    o.ctrl.send(&Message::Open(params))?;
+    o.ctrl.send(&Message::Manifest { files: files.iter().map(|s| s.entry.clone()).collect() })?;
+    let session = accepted(&mut o.ctrl)?;
+    let held = read_ranges(&mut o.ctrl, files.len())?;
+    let sending = controls(cfg, session)?;
+    run_sender(cfg, o, session, &files, &held, Some(&sending), "send")
+}
+
+fn read_ranges(ctrl: &mut Conn, n: usize) -> Result<Vec<RangeSet>> {
+    let mut held = vec![RangeSet::new(); n];
+    for _ in 0..n {
+        match ctrl.recv()? {
+            Message::Ranges { file, ranges } if (file as usize) < n => held[file as usize] = RangeSet::from_ranges(&ranges),
+            m => return Err(session::unexpected("the receiver's ranges", &m)),
+        }
+    }
+    Ok(held)
+}
+
+fn run_sender(
+    cfg: &Config,
+    o: Opened,
+    session: u64,
+    files: &[manifest::Source],
+    held: &[RangeSet],
+    sending: Option<&(Vec<StreamControl>, Option<Controls>)>,
+    kind: &'static str,
+) -> Result<Summary> {
+    let n = cfg.params.streams as usize;
+    let tel = Telemetry::new(n, cfg.output);
+    let (tx, rx) = engine::events();
+    let shared = SendShared::new(files, held, cfg.params.block_size, n, tx.clone(), tel.clone(), cfg.limit_bps)?;
+    let sampler = tel.spawn_sampler(cfg.interval);
+    let (abort, done, finished, reconnects) = (Abort::default(), AtomicBool::new(false), Finished::default(), AtomicUsize::new(0));
+    let streams = Streams { n, abort: &abort, done: &done, finished: &finished, reconnects: &reconnects, quiet: cfg.output == Output::Json };
+    let Opened { ctrl, key, addr } = o;
+    let dial = dialer(cfg, addr, key, session, sending);
+    let work = engine::send_work(&shared);
+    let r = thread::scope(|s| {
+        streams.dial(s, &dial, &work);
+        let r = engine::drive_sender(ctrl, files, tx, rx, &shared, &abort, &done, cfg.output == Output::Json);
+        if r.is_err() {
+            abort.stop();
+            shared.abort();
+            engine::shut_all(&tel);
+        }
+        r
+    });
+    let mut summary = tel.finish(kind, "sender", mode_name(&cfg.params));
+    let _ = sampler.join();
+    let peer = r?;
+    summary.peer_bytes = Some(peer);
+    summary.files = files.len();
+    summary.requeued_blocks = shared.requeued();
+    Ok(summary)
+}
+
+/// `braid get`: files and directories below the server's root into `local`.
+pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
+    if !local.is_dir() {
+        return Err(Error::Usage(format!("{} is not a directory", local.display())));
+    }
+    let mut o = open(cfg)?;
+    let mut params = cfg.params.clone();
+    params.kind = Kind::Get;
+    o.ctrl.send(&Message::Open(params))?;
+    let wanted = remote.iter().map(|p| FileEntry { path: p.clone(), size: 0, mode: 0, mtime_ns: 0 }).collect();
+    o.ctrl.send(&Message::Manifest { files: wanted })?;
+    let session = accepted(&mut o.ctrl)?;
+    let files = match o.ctrl.recv()? {
+        Message::Manifest { files } => files,
+        m => return Err(session::unexpected("the manifest", &m)),
+    };
+    let n = cfg.params.streams as usize;
+    let tel = Telemetry::new(n, cfg.output);
+    let resume = cfg.params.flags & FLAG_RESUME != 0;
+    let shared = match RecvShared::new(local, &files, resume, cfg.params.block_size, tel.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            o.ctrl.send_error(&e);
+            return Err(e);
+        }
+    };
+    for (i, r) in shared.held().into_iter().enumerate() {
+        o.ctrl.send(&Message::Ranges { file: i as u32, ranges: r })?;
+    }
+    let sampler = tel.spawn_sampler(cfg.interval);
+    let (abort, done, finished, reconnects) = (Abort::default(), AtomicBool::new(false), Finished::default(), AtomicUsize::new(0));
+    let streams = Streams { n, abort: &abort, done: &done, finished: &finished, reconnects: &reconnects, quiet: cfg.output == Output::Json };
+    let dial = dialer(cfg, o.addr, o.key, session, None);
+    let Conn { r, w } = o.ctrl;
+    let w = Mutex::new(w);
+    let work = engine::receive_work(&shared, &w);
+    let res = thread::scope(|s| {
+        streams.dial(s, &dial, &work);
+        engine::drive_receiver(r, &w, &shared, &abort, &done)
+    });
+    let mut summary = tel.finish("get", "receiver", mode_name(&cfg.params));
+    let _ = sampler.join();
+    let peer = res?;
+    summary.peer_bytes = Some(peer);
+    summary.files = files.len();
+    Ok(summary)
+}

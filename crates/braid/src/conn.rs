@@ -1,0 +1,224 @@
+//! Frames over a TCP stream: the I/O half of braid-wire.
+
+use std::io::{self, BufReader, Read, Write};
+use std::net::TcpStream;
+
+use braid_wire::{decode, encode, Message, MAX_FRAME};
+
+use crate::error::{Error, Result};
+
+/// One connection, read through a buffer and written frame by frame.
+pub struct Conn {
+    pub r: FrameReader,
+    pub w: FrameWriter,
+}
+
+/// The receiving half of a connection.
+pub struct FrameReader {
+    reader: BufReader<TcpStream>,
+    frame: Vec<u8>,
+    pub peer: String,
+}
+
+/// The sending half of a connection.
+pub struct FrameWriter {
+    writer: TcpStream,
+    out: Vec<u8>,
+    pub peer: String,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream) -> io::Result<Self> {
+        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "peer".into());
+        let writer = stream.try_clone()?;
+        Ok(Conn {
+            r: FrameReader { reader: BufReader::with_capacity(256 * 1024, stream), frame: Vec::new(), peer: peer.clone() },
+            w: FrameWriter { writer, out: Vec::new(), peer },
+        })
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.w.writer
+    }
+
+    pub fn send(&mut self, m: &Message) -> Result<()> {
+        self.w.send(m)
+    }
+
+    pub fn recv(&mut self) -> Result<Message> {
+        self.r.recv()
+    }
+
+    pub fn recv_opt(&mut self) -> Result<Option<Message>> {
+        self.r.recv_opt()
+    }
+
+    /// Tells the peer why we stop; best effort, the connection may be gone.
+    pub fn send_error(&mut self, e: &Error) {
+        self.w.send_error(e)
+    }
+}
+
+impl FrameWriter {
+    pub fn stream(&self) -> &TcpStream {
+        &self.writer
+    }
+
+    pub fn send(&mut self, m: &Message) -> Result<()> {
+        self.out.clear();
+        encode(m, &mut self.out);
+        self.writer.write_all(&self.out).map_err(|e| Error::connect(format!("sending to {}", self.peer), e))
+    }
+
+    /// Sends a frame and `data` right behind it (a block).
+    pub fn send_with(&mut self, m: &Message, data: &[u8]) -> Result<()> {
+        self.out.clear();
+        encode(m, &mut self.out);
+        let bufs = [io::IoSlice::new(&self.out), io::IoSlice::new(data)];
+        write_all_vectored(&mut self.writer, &bufs).map_err(|e| Error::connect(format!("sending to {}", self.peer), e))
+    }
+
+    /// Raw bytes (bench data).
+    pub fn send_raw(&mut self, data: &[u8]) -> io::Result<()> {
+        self.writer.write_all(data)
+    }
+
+    /// Tells the peer why we stop; best effort, the connection may be gone.
+    pub fn send_error(&mut self, e: &Error) {
+        let (code, message) = e.to_wire();
+        let _ = self.send(&Message::Error { code, message });
+    }
+}
+
+impl FrameReader {
+    pub fn stream(&self) -> &TcpStream {
+        self.reader.get_ref()
+    }
+
+    /// The next message; a clean end of stream is `Ok(None)`.
+    pub fn recv_opt(&mut self) -> Result<Option<Message>> {
+        let mut len = [0u8; 4];
+        match read_full(&mut self.reader, &mut len) {
+            Ok(0) => return Ok(None),
+            Ok(4) => {}
+            Ok(_) => return Err(Error::Protocol(format!("{} closed the connection inside a frame", self.peer))),
+            Err(e) => return Err(Error::connect(format!("receiving from {}", self.peer), e)),
+        }
+        let n = u32::from_be_bytes(len);
+        if n == 0 || n > MAX_FRAME {
+            return Err(Error::Protocol(format!("{} sent a frame of length {n}", self.peer)));
+        }
+        self.frame.clear();
+        self.frame.extend_from_slice(&len);
+        self.frame.resize(4 + n as usize, 0);
+        self.reader
+            .read_exact(&mut self.frame[4..])
+            .map_err(|e| Error::connect(format!("receiving from {}", self.peer), e))?;
+        match decode(&self.frame) {
+            Ok(Some((m, _))) => Ok(Some(m)),
+            Ok(None) => unreachable!("a whole frame was read"),
+            Err(e) => Err(Error::Protocol(format!("from {}: {e}", self.peer))),
+        }
+    }
+
+    /// The next message; the peer going away is an error. A peer's `Error`
+    /// frame becomes `Error::Remote`.
+    pub fn recv(&mut self) -> Result<Message> {
+        match self.recv_opt()? {
+            Some(Message::Error { code, message }) => Err(Error::Remote { code, message }),
+            Some(m) => Ok(m),
+            None => Err(Error::connect(
+                format!("receiving from {}", self.peer),
+                io::Error::new(io::ErrorKind::UnexpectedEof, "the connection closed"),
+            )),
+        }
+    }
+
+    /// The raw bytes that follow a block header.
+    pub fn read_data(&mut self, buf: &mut [u8]) -> Result<()> {
+        self.reader.read_exact(buf).map_err(|e| Error::connect(format!("receiving data from {}", self.peer), e))
+    }
+
+    /// Reads up to `buf.len()` raw bytes; 0 at the end of the stream.
+    pub fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reader.read(buf)
+    }
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut at = 0;
+    while at < buf.len() {
+        match r.read(&mut buf[at..]) {
+            Ok(0) => break,
+            Ok(n) => at += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(at)
+}
+
+fn write_all_vectored(w: &mut impl Write, bufs: &[io::IoSlice<'_>]) -> io::Result<()> {
+    let (mut i, mut off) = (0, 0);
+    while i < bufs.len() {
+        let mut slices: Vec<io::IoSlice<'_>> = Vec::with_capacity(bufs.len() - i);
+        slices.push(io::IoSlice::new(&bufs[i][off..]));
+        slices.extend(bufs[i + 1..].iter().map(|b| io::IoSlice::new(b)));
+        let mut n = match w.write_vectored(&slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        while i < bufs.len() && n >= bufs[i].len() - off {
+            n -= bufs[i].len() - off;
+            i += 1;
+            off = 0;
+        }
+        off += n;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn frames_and_raw_data_cross_a_socket() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
+            let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+            c.w.send_with(&Message::Block { file: 1, offset: 0, len: data.len() as u32, checksum: 9 }, &data).unwrap();
+            c.send(&Message::Error { code: 404, message: "nope".into() }).unwrap();
+        });
+        let mut c = Conn::new(l.accept().unwrap().0).unwrap();
+        let Message::Block { len, .. } = c.recv().unwrap() else { panic!("not a block") };
+        let mut buf = vec![0; len as usize];
+        c.r.read_data(&mut buf).unwrap();
+        assert!(buf.iter().enumerate().all(|(i, b)| *b == i as u8));
+        match c.recv() {
+            Err(Error::Remote { code: 404, message }) => assert_eq!(message, "nope"),
+            other => panic!("{other:?}"),
+        }
+        t.join().unwrap();
+        assert!(c.recv_opt().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_huge_length_is_refused_before_allocating() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(&[0xff, 0xff, 0xff, 0xff, 1]).unwrap();
+        });
+        let mut c = Conn::new(l.accept().unwrap().0).unwrap();
+        let e = c.recv().unwrap_err();
+        assert!(matches!(e, Error::Protocol(_)), "{e}");
+        t.join().unwrap();
+    }
+}

@@ -1,0 +1,26 @@
+//! braid's transfer engine: a session is one control connection and N data
+//! streams. The client dials; whichever end sends data gives each of its
+//! sockets the congestion control the session's mode asks for (Hacker 2004's
+//! combined parallel TCP, Cho & Bettati's TCP-P, or plain parallel streams).
+//!
+//! Pure logic (what a mode means per stream, the striping scheduler, range
+//! sets, path checks, rate limiting) is apart from the I/O that drives it.
+
+pub mod bench;
+pub mod client;
+pub mod conn;
+pub mod engine;
+pub mod error;
+pub mod manifest;
+pub mod pacer;
+pub mod pathsafe;
+pub mod plan;
+pub mod ranges;
+pub mod receive;
+pub mod sched;
+pub mod send;
+pub mod server;
+pub mod session;
+pub mod telemetry;
+
+pub use error::{Error, Result};

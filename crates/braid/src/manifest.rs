@@ -1,0 +1,165 @@
+//! Which local files a transfer moves, named as they will be at the far end.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use braid_wire::FileEntry;
+
+use crate::error::{code, Error, Result};
+use crate::pathsafe;
+
+/// A file to send: its manifest entry and where it is here.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub entry: FileEntry,
+    pub local: PathBuf,
+}
+
+/// Lists `sources` (files and directories, recursively) with manifest paths
+/// under `prefix` ("" for none): a file keeps its name, a directory its name
+/// and everything below it. Symbolic links below a directory are skipped
+/// (and reported), so a tree cannot smuggle in what it points to.
+pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for src in sources {
+        let meta = fs::metadata(src).map_err(|e| Error::io(format!("reading {}", src.display()), e))?;
+        let name = src
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::Usage(format!("{} has no usable file name", src.display())))?;
+        let top = join(prefix, name);
+        if meta.is_dir() {
+            walk(src, &top, &mut out, &mut skipped)?;
+        } else if meta.is_file() {
+            out.push(source(src, &top, &meta));
+        } else {
+            return Err(Error::Usage(format!("{} is neither a file nor a directory", src.display())));
+        }
+    }
+    for s in &out {
+        pathsafe::components(&s.entry.path).map_err(|e| Error::Usage(format!("cannot send {}: {e}", s.local.display())))?;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for s in &out {
+        if !seen.insert(&s.entry.path) {
+            return Err(Error::Usage(format!("two sources would both be written as {}", s.entry.path)));
+        }
+    }
+    Ok((out, skipped))
+}
+
+fn join(prefix: &str, name: &str) -> String {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
+fn source(local: &Path, path: &str, meta: &fs::Metadata) -> Source {
+    Source {
+        entry: FileEntry {
+            path: path.to_owned(),
+            size: meta.len(),
+            mode: meta.permissions().mode() & 0o7777,
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        },
+        local: local.to_owned(),
+    }
+}
+
+fn walk(dir: &Path, path: &str, out: &mut Vec<Source>, skipped: &mut Vec<String>) -> Result<()> {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let local = e.path();
+        let Some(name) = e.file_name().to_str().map(str::to_owned) else {
+            skipped.push(format!("{}: not UTF-8", local.display()));
+            continue;
+        };
+        if pathsafe::is_internal(&name) {
+            continue;
+        }
+        let meta = fs::symlink_metadata(&local).map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
+        let p = join(path, &name);
+        if meta.file_type().is_symlink() {
+            skipped.push(format!("{}: a symbolic link", local.display()));
+        } else if meta.is_dir() {
+            walk(&local, &p, out, skipped)?;
+        } else if meta.is_file() {
+            out.push(source(&local, &p, &meta));
+        } else {
+            skipped.push(format!("{}: not a regular file", local.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Server side of `get`: resolves requested paths below `root`, refusing
+/// anything that would leave it, symbolic links on the way included.
+pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>> {
+    let mut locals = Vec::new();
+    for r in requested {
+        let parts = pathsafe::components(r).map_err(|e| forbidden(format!("refusing {r:?}: {e}")))?;
+        let mut at = root.to_path_buf();
+        for p in &parts {
+            at.push(p);
+            let meta = fs::symlink_metadata(&at).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::Remote { code: code::NOT_FOUND, message: format!("{r} does not exist") },
+                _ => Error::io(format!("reading {}", at.display()), e),
+            })?;
+            if meta.file_type().is_symlink() {
+                return Err(forbidden(format!("refusing {r:?}: it goes through a symbolic link")));
+            }
+        }
+        locals.push(at);
+    }
+    Ok(list(&locals, "")?.0)
+}
+
+fn forbidden(message: String) -> Error {
+    Error::Remote { code: code::FORBIDDEN_PATH, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_recurse_in_name_order_under_the_prefix() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path().join("tree");
+        fs::create_dir_all(top.join("b/c")).unwrap();
+        fs::write(top.join("a.txt"), b"aa").unwrap();
+        fs::write(top.join("b/c/z"), b"").unwrap();
+        fs::write(top.join("b/y"), b"yyy").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", top.join("link")).unwrap();
+        let (files, skipped) = list(&[top.clone()], "dest/").unwrap();
+        let paths: Vec<_> = files.iter().map(|s| (s.entry.path.as_str(), s.entry.size)).collect();
+        assert_eq!(paths, vec![("dest/tree/a.txt", 2), ("dest/tree/b/c/z", 0), ("dest/tree/b/y", 3)]);
+        assert_eq!(skipped.len(), 1);
+        assert!(skipped[0].contains("symbolic link"));
+    }
+
+    #[test]
+    fn get_requests_stay_below_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        fs::create_dir_all(root.join("pub")).unwrap();
+        fs::write(root.join("pub/f"), b"x").unwrap();
+        fs::write(d.path().join("secret"), b"s").unwrap();
+        std::os::unix::fs::symlink(d.path().join("secret"), root.join("pub/escape")).unwrap();
+        assert_eq!(resolve_request(&root, &["pub/f".into()]).unwrap()[0].entry.path, "f");
+        for bad in ["../secret", "/etc/passwd", "pub/escape"] {
+            let e = resolve_request(&root, &[bad.into()]).unwrap_err();
+            assert!(matches!(e, Error::Remote { code: code::FORBIDDEN_PATH, .. }), "{bad}: {e}");
+        }
+        assert!(matches!(resolve_request(&root, &["nope".into()]), Err(Error::Remote { code: code::NOT_FOUND, .. })));
+    }
+}

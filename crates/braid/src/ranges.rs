@@ -1,0 +1,121 @@
+//! Sets of byte ranges: what a receiver holds of a file.
+
+/// Disjoint, sorted, non-adjacent half-open ranges [start, end).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RangeSet {
+    v: Vec<(u64, u64)>,
+}
+
+impl RangeSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds [a, b), merging with whatever it touches.
+    pub fn insert(&mut self, a: u64, b: u64) {
+        if a >= b {
+            return;
+        }
+        // First range whose end reaches a, last whose start is at most b.
+        let lo = self.v.partition_point(|r| r.1 < a);
+        let hi = self.v.partition_point(|r| r.0 <= b);
+        if lo == hi {
+            self.v.insert(lo, (a, b));
+            return;
+        }
+        let start = a.min(self.v[lo].0);
+        let end = b.max(self.v[hi - 1].1);
+        self.v.splice(lo..hi, [(start, end)]);
+    }
+
+    /// Bytes covered.
+    pub fn covered(&self) -> u64 {
+        self.v.iter().map(|(a, b)| b - a).sum()
+    }
+
+    /// Whether [0, size) is wholly held.
+    pub fn is_complete(&self, size: u64) -> bool {
+        size == 0 || self.v.first().is_some_and(|&(a, b)| a == 0 && b >= size)
+    }
+
+    /// The parts of [0, size) not held.
+    pub fn missing(&self, size: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &(a, b) in &self.v {
+            if a >= size {
+                break;
+            }
+            if a > at {
+                out.push((at, a));
+            }
+            at = at.max(b);
+        }
+        if at < size {
+            out.push((at, size));
+        }
+        out
+    }
+
+    pub fn as_slice(&self) -> &[(u64, u64)] {
+        &self.v
+    }
+
+    pub fn from_ranges(ranges: &[(u64, u64)]) -> Self {
+        let mut s = Self::new();
+        for &(a, b) in ranges {
+            s.insert(a, b);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn merges_overlapping_and_adjacent() {
+        let mut s = RangeSet::new();
+        s.insert(10, 20);
+        s.insert(30, 40);
+        s.insert(20, 30);
+        assert_eq!(s.as_slice(), &[(10, 40)]);
+        s.insert(0, 5);
+        s.insert(50, 60);
+        s.insert(3, 55);
+        assert_eq!(s.as_slice(), &[(0, 60)]);
+        s.insert(7, 7);
+        assert_eq!(s.covered(), 60);
+    }
+
+    #[test]
+    fn missing_is_the_complement_within_the_size() {
+        let s = RangeSet::from_ranges(&[(10, 20), (30, 40), (90, 200)]);
+        assert_eq!(s.missing(100), vec![(0, 10), (20, 30), (40, 90)]);
+        assert_eq!(s.missing(15), vec![(0, 10)]);
+        assert!(!s.is_complete(100));
+        assert!(RangeSet::from_ranges(&[(0, 100)]).is_complete(100));
+        assert!(RangeSet::new().is_complete(0));
+        assert_eq!(RangeSet::new().missing(7), vec![(0, 7)]);
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_a_bitmap(ops in proptest::collection::vec((0u64..200, 0u64..40), 0..30)) {
+            let mut s = RangeSet::new();
+            let mut bits = [false; 240];
+            for (a, l) in ops {
+                s.insert(a, a + l);
+                for b in &mut bits[a as usize..(a + l) as usize] { *b = true; }
+            }
+            prop_assert_eq!(s.covered(), bits.iter().filter(|b| **b).count() as u64);
+            for w in s.as_slice().windows(2) {
+                prop_assert!(w[0].1 < w[1].0, "ranges must stay disjoint and apart: {:?}", s);
+            }
+            let missing: u64 = s.missing(240).iter().map(|(a, b)| b - a).sum();
+            prop_assert_eq!(missing + s.covered(), 240);
+        }
+    }
+}

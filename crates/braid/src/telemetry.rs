@@ -1,0 +1,359 @@
+//! What a session reports while it runs and when it ends: every stream's
+//! TCP_INFO on an interval, as JSON lines (`--json`) or a live display.
+//!
+//! JSON lines, version 1:
+//! - `{"type":"interval","version":1,"t":s,"bytes":n,"mbps":x,"streams":[{"stream":i,"bytes":n,"mbps":x,
+//!   "cwnd":..,"ssthresh":..,"srtt_us":..,"rttvar_us":..,"retransmits":..,"lost":..,
+//!   "delivery_rate":..,"bytes_acked":..}]}` every interval;
+//! - `{"type":"summary","version":1,...}` once at the end (see [`Summary`]).
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use braid_cc::TcpInfo;
+use serde::Serialize;
+use serde_json::json;
+
+pub const VERSION: u32 = 1;
+
+/// How a session reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Human,
+    Quiet,
+}
+
+/// One stream, across its reconnections.
+#[derive(Default)]
+struct Slot {
+    socket: Option<TcpStream>,
+    cc: String,
+    /// TCP_INFO totals of connections this stream had before the current one.
+    retired_retrans: u64,
+    retired_segs: u64,
+    last: TcpInfo,
+    connections: u32,
+}
+
+/// Shared between a session's stream workers and its sampler.
+pub struct Telemetry {
+    slots: Mutex<Vec<Slot>>,
+    /// Payload bytes moved per stream (sent or received by this end).
+    pub bytes: Vec<AtomicU64>,
+    pub start: Instant,
+    /// Bytes the whole session will move, when known (for the ETA).
+    pub expected: AtomicU64,
+    output: Output,
+    stop: AtomicBool,
+}
+
+/// One stream in the final summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamSummary {
+    pub stream: usize,
+    pub cc: String,
+    pub bytes: u64,
+    pub mbps: f64,
+    pub retransmits: u64,
+    pub data_segs_out: u64,
+    pub connections: u32,
+    pub cwnd: u32,
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+}
+
+/// The last line of `--json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    #[serde(rename = "type")]
+    pub ty: &'static str,
+    pub version: u32,
+    pub kind: &'static str,
+    /// "sender" or "receiver": which end this report is from.
+    pub role: &'static str,
+    pub mode: String,
+    pub seconds: f64,
+    /// Payload bytes this end moved.
+    pub bytes: u64,
+    pub mbps: f64,
+    /// What the peer counted, when it told us.
+    pub peer_bytes: Option<u64>,
+    pub retransmits: u64,
+    pub data_segs_out: u64,
+    /// retransmits / data_segs_out (only meaningful on the sending end).
+    pub loss_ratio: f64,
+    pub cpu_seconds: f64,
+    pub files: usize,
+    pub requeued_blocks: u64,
+    pub streams: Vec<StreamSummary>,
+}
+
+impl Telemetry {
+    pub fn new(streams: usize, output: Output) -> Arc<Self> {
+        Arc::new(Telemetry {
+            slots: Mutex::new((0..streams).map(|_| Slot::default()).collect()),
+            bytes: (0..streams).map(|_| AtomicU64::new(0)).collect(),
+            start: Instant::now(),
+            expected: AtomicU64::new(0),
+            output,
+            stop: AtomicBool::new(false),
+        })
+    }
+
+    /// A stream's (new) connection, sampled from now on.
+    pub fn set_socket(&self, stream: usize, socket: &TcpStream) {
+        let mut slots = self.slots.lock().unwrap();
+        let s = &mut slots[stream];
+        if let Some(old) = s.socket.take() {
+            let info = braid_cc::tcp_info(old.as_fd()).unwrap_or(s.last);
+            s.retired_retrans += info.total_retrans as u64;
+            s.retired_segs += info.data_segs_out as u64;
+        }
+        s.cc = braid_cc::congestion_control(socket.as_fd()).unwrap_or_default();
+        s.socket = socket.try_clone().ok();
+        s.last = TcpInfo::default();
+        s.connections += 1;
+    }
+
+    /// Runs `f` on every stream's current connection.
+    pub fn for_each_socket(&self, mut f: impl FnMut(&TcpStream)) {
+        for s in self.slots.lock().unwrap().iter() {
+            if let Some(k) = &s.socket {
+                f(k);
+            }
+        }
+    }
+
+    pub fn add(&self, stream: usize, n: u64) {
+        self.bytes[stream].fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn total(&self) -> u64 {
+        self.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+
+    fn sample(&self) -> Vec<(u64, TcpInfo)> {
+        let mut slots = self.slots.lock().unwrap();
+        slots
+            .iter_mut()
+            .enumerate()
+            .map(|(i, s)| {
+                if let Some(info) = s.socket.as_ref().and_then(|k| braid_cc::tcp_info(k.as_fd()).ok()) {
+                    s.last = info;
+                }
+                (self.bytes[i].load(Ordering::Relaxed), s.last)
+            })
+            .collect()
+    }
+
+    /// Runs the interval reports until [`Telemetry::finish`].
+    pub fn spawn_sampler(self: &Arc<Self>, interval: Duration) -> thread::JoinHandle<()> {
+        let t = Arc::clone(self);
+        thread::spawn(move || {
+            let mut prev: Vec<u64> = vec![0; t.bytes.len()];
+            let mut prev_t = 0.0;
+            let mut next = t.start + interval;
+            while !t.stop.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                if now < next {
+                    thread::sleep((next - now).min(Duration::from_millis(50)));
+                    continue;
+                }
+                next += interval;
+                let el = t.start.elapsed().as_secs_f64();
+                let samples = t.sample();
+                let dt = (el - prev_t).max(1e-9);
+                let cur: Vec<u64> = samples.iter().map(|s| s.0).collect();
+                t.report(el, dt, &prev, &samples);
+                prev = cur;
+                prev_t = el;
+            }
+        })
+    }
+
+    fn report(&self, t: f64, dt: f64, prev: &[u64], samples: &[(u64, TcpInfo)]) {
+        let total: u64 = samples.iter().map(|s| s.0).sum();
+        let delta: u64 = samples.iter().zip(prev).map(|(s, p)| s.0.saturating_sub(*p)).sum();
+        match self.output {
+            Output::Quiet => {}
+            Output::Json => {
+                let streams: Vec<_> = samples
+                    .iter()
+                    .zip(prev)
+                    .enumerate()
+                    .map(|(i, ((b, info), p))| {
+                        json!({"stream": i, "bytes": b, "mbps": mbps(b.saturating_sub(*p), dt),
+                               "cwnd": info.cwnd, "ssthresh": info.ssthresh, "srtt_us": info.srtt_us,
+                               "rttvar_us": info.rttvar_us, "retransmits": info.total_retrans, "lost": info.lost,
+                               "delivery_rate": info.delivery_rate, "bytes_acked": info.bytes_acked})
+                    })
+                    .collect();
+                let line = json!({"type": "interval", "version": VERSION, "t": round3(t), "bytes": total,
+                                  "mbps": mbps(delta, dt), "streams": streams});
+                println!("{line}");
+            }
+            Output::Human => {
+                let expected = self.expected.load(Ordering::Relaxed);
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{}", progress_line(t, total, expected, mbps(delta, dt)));
+                for (i, ((b, info), p)) in samples.iter().zip(prev).enumerate() {
+                    let _ = writeln!(
+                        err,
+                        "  stream {i:>3}: {:>9.1} Mb/s  cwnd {:>5}  srtt {:>7.1} ms  retrans {}",
+                        mbps(b.saturating_sub(*p), dt),
+                        info.cwnd,
+                        info.srtt_us as f64 / 1000.0,
+                        info.total_retrans
+                    );
+                }
+            }
+        }
+    }
+
+    /// Stops the sampler and builds the summary from every stream's last TCP_INFO.
+    pub fn finish(&self, kind: &'static str, role: &'static str, mode: String) -> Summary {
+        self.stop.store(true, Ordering::Relaxed);
+        let seconds = self.start.elapsed().as_secs_f64();
+        let samples = self.sample();
+        let slots = self.slots.lock().unwrap();
+        let streams: Vec<StreamSummary> = samples
+            .iter()
+            .zip(slots.iter())
+            .enumerate()
+            .map(|(i, ((b, info), s))| StreamSummary {
+                stream: i,
+                cc: s.cc.clone(),
+                bytes: *b,
+                mbps: mbps(*b, seconds),
+                retransmits: s.retired_retrans + info.total_retrans as u64,
+                data_segs_out: s.retired_segs + info.data_segs_out as u64,
+                connections: s.connections,
+                cwnd: info.cwnd,
+                srtt_us: info.srtt_us,
+                min_rtt_us: info.min_rtt_us,
+            })
+            .collect();
+        let bytes = streams.iter().map(|s| s.bytes).sum();
+        let retransmits = streams.iter().map(|s| s.retransmits).sum();
+        let data_segs_out = streams.iter().map(|s| s.data_segs_out).sum();
+        Summary {
+            ty: "summary",
+            version: VERSION,
+            kind,
+            role,
+            mode,
+            seconds: round3(seconds),
+            bytes,
+            mbps: mbps(bytes, seconds),
+            peer_bytes: None,
+            retransmits,
+            data_segs_out,
+            loss_ratio: loss_ratio(retransmits, data_segs_out),
+            cpu_seconds: round3(cpu_seconds()),
+            files: 0,
+            requeued_blocks: 0,
+            streams,
+        }
+    }
+}
+
+pub fn mbps(bytes: u64, seconds: f64) -> f64 {
+    if seconds <= 0.0 {
+        return 0.0;
+    }
+    round3(bytes as f64 * 8.0 / seconds / 1e6)
+}
+
+pub fn loss_ratio(retransmits: u64, segs: u64) -> f64 {
+    if segs == 0 {
+        0.0
+    } else {
+        (retransmits as f64 / segs as f64 * 1e6).round() / 1e6
+    }
+}
+
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
+pub fn progress_line(t: f64, done: u64, expected: u64, rate_mbps: f64) -> String {
+    let mut s = format!("{t:>7.1} s  {:>10}  {rate_mbps:>9.1} Mb/s", human_bytes(done));
+    if expected > 0 {
+        let pct = done as f64 / expected as f64 * 100.0;
+        s += &format!("  {pct:>5.1} %");
+        if rate_mbps > 0.0 && done < expected {
+            let eta = (expected - done) as f64 * 8.0 / (rate_mbps * 1e6);
+            s += &format!("  ETA {eta:.0} s");
+        }
+    }
+    s
+}
+
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut x = n as f64;
+    let mut u = 0;
+    while x >= 1000.0 && u < UNITS.len() - 1 {
+        x /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{x:.2} {}", UNITS[u])
+    }
+}
+
+/// CPU time of this process, user and system.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the struct we pass and nothing else.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_shows_percent_and_eta_when_the_total_is_known() {
+        let s = progress_line(2.0, 500_000_000, 1_000_000_000, 400.0);
+        assert!(s.contains("500.00 MB") && s.contains("50.0 %") && s.contains("ETA 10 s"), "{s}");
+        assert!(!progress_line(2.0, 5, 0, 1.0).contains('%'));
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1_500_000), "1.50 MB");
+    }
+
+    #[test]
+    fn rates_and_ratios() {
+        assert_eq!(mbps(125_000_000, 1.0), 1000.0);
+        assert_eq!(mbps(1, 0.0), 0.0);
+        assert_eq!(loss_ratio(5, 1000), 0.005);
+        assert_eq!(loss_ratio(5, 0), 0.0);
+    }
+
+    #[test]
+    fn summary_sums_streams_and_counts_bytes() {
+        let t = Telemetry::new(2, Output::Quiet);
+        t.add(0, 100);
+        t.add(1, 50);
+        let s = t.finish("bench", "sender", "parallel".into());
+        assert_eq!(s.bytes, 150);
+        assert_eq!(s.streams.len(), 2);
+        assert_eq!(s.streams[1].bytes, 50);
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["type"], "summary");
+        assert_eq!(v["version"], 1);
+    }
+}
