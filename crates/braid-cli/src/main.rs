@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod cc;
 mod trace;
 mod traffic;
+mod transfer;
 
 #[derive(Parser)]
 #[command(name = "braid", version, about = "Parallel TCP streams, fair by design")]
@@ -20,6 +21,14 @@ enum Command {
     /// Install, inspect and configure braid's congestion controls in the running kernel.
     #[command(subcommand)]
     Cc(cc::CcCommand),
+    /// Sends files and directories to a braid server, striped over N streams.
+    Send(transfer::SendArgs),
+    /// Fetches files and directories from a braid server.
+    Get(transfer::GetArgs),
+    /// Memory-to-memory throughput test against a braid server, like iperf3.
+    Bench(transfer::BenchArgs),
+    /// Answers send, get and bench on one port.
+    Serve(transfer::ServeArgs),
     /// Cross traffic and probes for the laboratory: stiff UDP, Poisson flows, RTT probes.
     #[command(subcommand)]
     Traffic(traffic::TrafficCommand),
@@ -27,9 +36,20 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let engine = |r: braid::Result<()>| match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("braid: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    };
     let result = match cli.command {
         Command::Cc(cmd) => cc::run(cmd),
         Command::Traffic(cmd) => traffic::run(cmd),
+        Command::Send(a) => return engine(transfer::send(a)),
+        Command::Get(a) => return engine(transfer::get(a)),
+        Command::Bench(a) => return engine(transfer::bench(a)),
+        Command::Serve(a) => return engine(transfer::serve(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,6 +21,7 @@ pub mod sched;
 pub mod send;
 pub mod server;
 pub mod session;
+pub mod target;
 pub mod telemetry;
 
 pub use error::{Error, Result};

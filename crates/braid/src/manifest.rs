@@ -51,7 +51,8 @@ pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<Strin
 }
 
 fn join(prefix: &str, name: &str) -> String {
-    let prefix = prefix.trim_matches('/');
+    let prefix: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let prefix = prefix.join("/");
     if prefix.is_empty() {
         name.to_owned()
     } else {
@@ -140,7 +141,7 @@ mod tests {
         fs::write(top.join("b/c/z"), b"").unwrap();
         fs::write(top.join("b/y"), b"yyy").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", top.join("link")).unwrap();
-        let (files, skipped) = list(&[top.clone()], "dest/").unwrap();
+        let (files, skipped) = list(&[top.clone()], "./dest/").unwrap();
         let paths: Vec<_> = files.iter().map(|s| (s.entry.path.as_str(), s.entry.size)).collect();
         assert_eq!(paths, vec![("dest/tree/a.txt", 2), ("dest/tree/b/c/z", 0), ("dest/tree/b/y", 3)]);
         assert_eq!(skipped.len(), 1);

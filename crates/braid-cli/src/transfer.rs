@@ -1,0 +1,354 @@
+//! `braid serve`, `braid send`, `braid get`, `braid bench`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use braid::client::{self, Config};
+use braid::server::{self, Server};
+use braid::session::{SocketOptions, Token};
+use braid::telemetry::{Output, Summary};
+use braid::{target, Error, Result};
+use braid_cc::Strength;
+use braid_wire::{Kind, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
+use clap::{Args, ValueEnum};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    /// One stream, the system's default control (or --cc).
+    Single,
+    /// N streams, all with --cc.
+    Parallel,
+    /// Stream 0 Reno, the rest braid_frac growing as if their RTT were --virtual-rtt times longer.
+    Combined,
+    /// N braid_tcpp streams in one group that takes what --strength TCP flows take.
+    Tcpp,
+}
+
+#[derive(Args, Clone)]
+pub struct SessionArgs {
+    /// How the sending end sets its streams' congestion controls.
+    #[arg(long, value_enum, default_value = "parallel")]
+    mode: ModeArg,
+    /// Number of parallel streams.
+    #[arg(short = 'n', long, default_value_t = 4)]
+    streams: u16,
+    /// Control of every stream in single and parallel mode (reno, cubic, bbr, braid_stcp, braid_hstcp, braid_htcp).
+    #[arg(long, default_value = "")]
+    cc: String,
+    /// Combined mode: the fractional streams' virtual-RTT multiplier m (frac_cwnd = 1000/m).
+    #[arg(long, default_value_t = 10.0)]
+    virtual_rtt: f64,
+    /// TCP-P mode: the group's strength k (it takes what k TCP flows take).
+    #[arg(long, default_value = "1")]
+    strength: Strength,
+    /// Bytes per block (file transfers), e.g. 1M.
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    block_size: u64,
+    /// SO_SNDBUF/SO_RCVBUF in bytes (default: the kernel's autotuning).
+    #[arg(long, value_parser = parse_size)]
+    window: Option<u64>,
+    /// A rate limit for the whole session in bits per second, e.g. 200M (= 200e6).
+    #[arg(long, value_parser = parse_rate)]
+    limit: Option<u64>,
+    /// JSON lines on stdout: interval records and a final summary.
+    #[arg(long)]
+    json: bool,
+    /// Reporting interval in seconds.
+    #[arg(short = 'i', long, default_value_t = 1.0)]
+    interval: f64,
+    /// A file holding the token (default: $BRAID_TOKEN).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Where braid's controls are pinned.
+    #[arg(long, default_value = braid_cc::DEFAULT_PIN_DIR)]
+    pin_dir: PathBuf,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The server: HOST[:PORT].
+    host: String,
+    /// Seconds to send.
+    #[arg(short = 't', long, default_value_t = 10.0)]
+    time: f64,
+    /// The server sends, this end receives.
+    #[arg(short = 'R', long)]
+    reverse: bool,
+    #[command(flatten)]
+    s: SessionArgs,
+}
+
+#[derive(Args)]
+pub struct SendArgs {
+    /// Files and directories, then the destination HOST[:PORT]:DIR below the server's root.
+    #[arg(required = true, num_args = 2..)]
+    paths: Vec<String>,
+    /// Keep what the receiver already holds: move only what is missing.
+    #[arg(long)]
+    resume: bool,
+    #[command(flatten)]
+    s: SessionArgs,
+}
+
+#[derive(Args)]
+pub struct GetArgs {
+    /// HOST[:PORT]:PATH (more PATHs may follow as HOST:PATH of the same host), then the local directory.
+    #[arg(required = true, num_args = 2..)]
+    paths: Vec<String>,
+    /// Keep what this end already holds: move only what is missing.
+    #[arg(long)]
+    resume: bool,
+    #[command(flatten)]
+    s: SessionArgs,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on; data streams use the same port.
+    #[arg(long, default_value = "0.0.0.0:5420")]
+    listen: SocketAddr,
+    /// Files are read and written only below this directory.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Serve one session, then exit with its result.
+    #[arg(long)]
+    once: bool,
+    /// One JSON summary line per session on stdout.
+    #[arg(long)]
+    json: bool,
+    /// A file holding the token (default: $BRAID_TOKEN, else a fresh one is printed).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// SO_SNDBUF/SO_RCVBUF in bytes (default: the kernel's autotuning).
+    #[arg(long, value_parser = parse_size)]
+    window: Option<u64>,
+    /// A rate limit per session in bits per second when this end sends, e.g. 1G.
+    #[arg(long, value_parser = parse_rate)]
+    limit: Option<u64>,
+    /// Where braid's controls are pinned.
+    #[arg(long, default_value = braid_cc::DEFAULT_PIN_DIR)]
+    pin_dir: PathBuf,
+}
+
+/// Sizes in bytes: k, M, G are powers of 1024 ("1M" = 1048576).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_lowercase() {
+                'k' => 1u64 << 10,
+                'm' => 1 << 20,
+                'g' => 1 << 30,
+                _ => return Err(format!("{s:?}: unknown suffix {c:?} (k, M or G)")),
+            };
+            (&s[..i], m)
+        }
+        _ => (s, 1),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a size"))?;
+    if !(n.is_finite() && n > 0.0) {
+        return Err(format!("{s:?} must be above 0"));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+/// Rates in bits per second: k, M, G are powers of 1000 ("200M" = 2e8).
+fn parse_rate(s: &str) -> Result<u64, String> {
+    let bytes = parse_size(s)?;
+    let t = s.trim();
+    let scale = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => 1000.0 / 1024.0,
+        Some('m') => 1e6 / (1u64 << 20) as f64,
+        Some('g') => 1e9 / (1u64 << 30) as f64,
+        _ => 1.0,
+    };
+    Ok((bytes as f64 * scale).round() as u64)
+}
+
+fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
+    if let Some(f) = file {
+        let t = std::fs::read_to_string(f).map_err(|e| Error::io(format!("reading the token file {}", f.display()), e))?;
+        return Token::new(t.trim().as_bytes().to_vec()).map(Some);
+    }
+    match std::env::var("BRAID_TOKEN") {
+        Ok(t) if !t.is_empty() => Token::new(t.into_bytes()).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
+    let mode = match s.mode {
+        ModeArg::Single => Mode::Single,
+        ModeArg::Parallel => Mode::Parallel,
+        ModeArg::Combined => Mode::Combined,
+        ModeArg::Tcpp => Mode::Tcpp,
+    };
+    if !(s.virtual_rtt.is_finite() && (1.0..=1000.0).contains(&s.virtual_rtt)) {
+        return Err(Error::Usage(format!("--virtual-rtt {} is out of range: 1..=1000", s.virtual_rtt)));
+    }
+    let streams = if matches!(s.mode, ModeArg::Single) { 1 } else { s.streams };
+    let block_size = u32::try_from(s.block_size).map_err(|_| Error::Usage(format!("--block-size {} is too large", s.block_size)))?;
+    Ok(SessionParams {
+        kind,
+        mode,
+        streams,
+        cc: s.cc.clone(),
+        frac_cwnd: (1000.0 / s.virtual_rtt).round() as u16,
+        strength_milli: s.strength.milli(),
+        duration_ms: 0,
+        block_size,
+        flags: 0,
+    })
+}
+
+fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Config> {
+    let token = token(&s.token_file)?
+        .ok_or_else(|| Error::Usage("no token: set BRAID_TOKEN or pass --token-file (braid serve prints one)".into()))?;
+    if !(s.interval.is_finite() && s.interval >= 0.01) {
+        return Err(Error::Usage("--interval must be at least 0.01 s".into()));
+    }
+    let window = s.window.map(|w| w as usize);
+    if let Some(w) = window.and_then(braid::session::window_warning) {
+        eprintln!("braid: warning: {w}");
+    }
+    Ok(Config {
+        target,
+        token,
+        params,
+        sock: SocketOptions { window },
+        pin_dir: s.pin_dir.clone(),
+        output: if s.json { Output::Json } else { Output::Human },
+        interval: Duration::from_secs_f64(s.interval),
+        limit_bps: s.limit,
+    })
+}
+
+fn print_summary(s: &Summary, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(s).expect("a summary serialises"));
+        return;
+    }
+    println!(
+        "{} {} ({}): {} in {:.2} s = {:.1} Mb/s, {} retransmits of {} segments, {:.2} CPU s",
+        s.kind,
+        s.mode,
+        s.role,
+        braid::telemetry::human_bytes(s.bytes),
+        s.seconds,
+        s.mbps,
+        s.retransmits,
+        s.data_segs_out,
+        s.cpu_seconds
+    );
+    if s.files > 0 {
+        println!("  {} files verified (BLAKE3), {} blocks sent again after a lost stream", s.files, s.requeued_blocks);
+    }
+    for st in &s.streams {
+        println!(
+            "  stream {:>3} {:<11} {:>10}  {:>9.1} Mb/s  retrans {:>6}  srtt {:.1} ms",
+            st.stream,
+            st.cc,
+            braid::telemetry::human_bytes(st.bytes),
+            st.mbps,
+            st.retransmits,
+            st.srtt_us as f64 / 1000.0
+        );
+    }
+}
+
+pub fn bench(a: BenchArgs) -> Result<()> {
+    let remote = target::parse(&a.host, false).map_err(Error::Usage)?;
+    let mut p = params(&a.s, Kind::Bench)?;
+    if !(a.time.is_finite() && a.time > 0.0 && a.time <= 86_400.0) {
+        return Err(Error::Usage(format!("-t {} is out of range: (0, 86400] seconds", a.time)));
+    }
+    p.duration_ms = (a.time * 1000.0).round().max(1.0) as u32;
+    if a.reverse {
+        p.flags |= FLAG_REVERSE;
+    }
+    let cfg = config(&a.s, remote.addr, p)?;
+    let s = client::bench(&cfg)?;
+    print_summary(&s, a.s.json);
+    Ok(())
+}
+
+pub fn send(a: SendArgs) -> Result<()> {
+    let (dest, sources) = a.paths.split_last().expect("clap requires two paths");
+    let remote = target::parse(dest, true).map_err(Error::Usage)?;
+    let mut p = params(&a.s, Kind::Send)?;
+    if a.resume {
+        p.flags |= FLAG_RESUME;
+    }
+    let cfg = config(&a.s, remote.addr, p)?;
+    let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
+    let s = client::send(&cfg, &sources, remote.path.as_deref().unwrap_or(""))?;
+    print_summary(&s, a.s.json);
+    Ok(())
+}
+
+pub fn get(a: GetArgs) -> Result<()> {
+    let (local, remotes) = a.paths.split_last().expect("clap requires two paths");
+    let mut addr = None;
+    let mut paths = Vec::new();
+    for r in remotes {
+        let remote = target::parse(r, true).map_err(Error::Usage)?;
+        if addr.as_ref().is_some_and(|a| *a != remote.addr) {
+            return Err(Error::Usage("every PATH of one get must come from the same server".into()));
+        }
+        addr = Some(remote.addr);
+        paths.push(remote.path.expect("parse with_path returns a path"));
+    }
+    let mut p = params(&a.s, Kind::Get)?;
+    if a.resume {
+        p.flags |= FLAG_RESUME;
+    }
+    let cfg = config(&a.s, addr.expect("at least one remote"), p)?;
+    let s = client::get(&cfg, &paths, &PathBuf::from(local))?;
+    print_summary(&s, a.s.json);
+    Ok(())
+}
+
+pub fn serve(a: ServeArgs) -> Result<()> {
+    let token = match token(&a.token_file)? {
+        Some(t) => t,
+        None => {
+            let t = Token::generate()?;
+            eprintln!("braid serve: token {} (clients: export BRAID_TOKEN={})", t.as_str(), t.as_str());
+            t
+        }
+    };
+    let window = a.window.map(|w| w as usize);
+    if let Some(w) = window.and_then(braid::session::window_warning) {
+        eprintln!("braid serve: warning: {w}");
+    }
+    let srv = Server::bind(server::Config {
+        listen: a.listen,
+        root: a.root,
+        token,
+        sock: SocketOptions { window },
+        pin_dir: a.pin_dir,
+        output: if a.json { Output::Json } else { Output::Human },
+        once: a.once,
+        limit_bps: a.limit,
+    })?;
+    eprintln!("braid serve: listening on {}", srv.local_addr());
+    srv.run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("64k").unwrap(), 65536);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
+        assert!(parse_size("12x").unwrap_err().contains("suffix"));
+        assert!(parse_size("0").is_err());
+        assert_eq!(parse_rate("200M").unwrap(), 200_000_000);
+        assert_eq!(parse_rate("1.5k").unwrap(), 1500);
+    }
+}

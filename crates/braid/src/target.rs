@@ -1,0 +1,75 @@
+//! `HOST[:PORT]` and `HOST[:PORT]:PATH` as the command line writes them;
+//! an IPv6 host goes in brackets: `[::1]:5420:dir`.
+
+/// The port `braid serve` listens on unless told otherwise.
+pub const DEFAULT_PORT: u16 = 5420;
+
+/// A parsed remote: "host:port" to connect to, and the path after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remote {
+    pub addr: String,
+    pub path: Option<String>,
+}
+
+/// Parses `HOST`, `HOST:PORT`, `HOST:PATH`, `HOST:PORT:PATH` (a PATH that is
+/// all digits needs the port written out: `host:5420:2024`).
+pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
+    let (host, rest) = if let Some(inner) = s.strip_prefix('[') {
+        let end = inner.find(']').ok_or_else(|| format!("{s:?}: an IPv6 address needs a closing ']'"))?;
+        (&inner[..end], inner[end + 1..].strip_prefix(':').unwrap_or(&inner[end + 1..]))
+    } else {
+        match s.split_once(':') {
+            Some((h, r)) => (h, r),
+            None => (s, ""),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("{s:?}: no host"));
+    }
+    let (port, path) = match rest.split_once(':') {
+        Some((p, path)) => (Some(p), Some(path)),
+        None if rest.is_empty() => (None, None),
+        None if rest.bytes().all(|b| b.is_ascii_digit()) => (Some(rest), None),
+        None => (None, Some(rest)),
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().map_err(|_| format!("{s:?}: {p:?} is not a port"))?,
+        None => DEFAULT_PORT,
+    };
+    let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    match (with_path, path) {
+        (true, None) | (true, Some("")) => Err(format!("{s:?}: no path after the host (HOST[:PORT]:PATH)")),
+        (false, Some(p)) if !p.is_empty() => Err(format!("{s:?}: a path where only HOST[:PORT] belongs")),
+        (true, Some(p)) => Ok(Remote { addr, path: Some(p.to_owned()) }),
+        (false, _) => Ok(Remote { addr, path: None }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(addr: &str, path: Option<&str>) -> Remote {
+        Remote { addr: addr.into(), path: path.map(Into::into) }
+    }
+
+    #[test]
+    fn hosts_ports_and_paths() {
+        assert_eq!(parse("h", false).unwrap(), r("h:5420", None));
+        assert_eq!(parse("h:7000", false).unwrap(), r("h:7000", None));
+        assert_eq!(parse("h:dir/x", true).unwrap(), r("h:5420", Some("dir/x")));
+        assert_eq!(parse("h:7000:dir", true).unwrap(), r("h:7000", Some("dir")));
+        assert_eq!(parse("[::1]:7000:d", true).unwrap(), r("[::1]:7000", Some("d")));
+        assert_eq!(parse("[::1]", false).unwrap(), r("[::1]:5420", None));
+        assert_eq!(parse("10.0.0.1:.", true).unwrap(), r("10.0.0.1:5420", Some(".")));
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        assert!(parse("h", true).unwrap_err().contains("no path"));
+        assert!(parse(":x", true).unwrap_err().contains("no host"));
+        assert!(parse("h:99999:x", true).unwrap_err().contains("not a port"));
+        assert!(parse("[::1:5", false).unwrap_err().contains("closing"));
+        assert!(parse("h:dir", false).unwrap_err().contains("only HOST"));
+    }
+}
