@@ -111,9 +111,10 @@ impl FrameReader {
         self.frame.clear();
         self.frame.extend_from_slice(&len);
         self.frame.resize(4 + n as usize, 0);
-        self.reader
-            .read_exact(&mut self.frame[4..])
-            .map_err(|e| Error::connect(format!("receiving from {}", self.peer), e))?;
+        self.reader.read_exact(&mut self.frame[4..]).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => Error::Protocol(format!("{} closed the connection inside a frame", self.peer)),
+            _ => Error::connect(format!("receiving from {}", self.peer), e),
+        })?;
         match decode(&self.frame) {
             Ok(Some((m, _))) => Ok(Some(m)),
             Ok(None) => unreachable!("a whole frame was read"),

@@ -1,0 +1,260 @@
+//! Whole sessions over loopback: a server in this process, the client API
+//! against it, files compared by BLAKE3.
+
+use std::fs;
+use std::io::Write;
+use std::net::TcpStream;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use braid::client::{self, Config};
+use braid::conn::Conn;
+use braid::error::{code, Error};
+use braid::server::{self, Server};
+use braid::session::{self, SocketOptions, Token};
+use braid::telemetry::Output;
+use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME};
+
+const TOKEN: &str = "loopback-test-token";
+
+fn serve(root: &Path) -> String {
+    let srv = Server::bind(server::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        root: root.to_owned(),
+        token: Token::new(TOKEN).unwrap(),
+        sock: SocketOptions::default(),
+        pin_dir: braid_cc::DEFAULT_PIN_DIR.into(),
+        output: Output::Quiet,
+        once: false,
+        limit_bps: None,
+    })
+    .unwrap();
+    let addr = srv.local_addr().to_string();
+    thread::spawn(move || srv.run());
+    addr
+}
+
+fn params(kind: Kind, streams: u16) -> SessionParams {
+    SessionParams {
+        kind,
+        mode: if streams == 1 { Mode::Single } else { Mode::Parallel },
+        streams,
+        cc: String::new(),
+        frac_cwnd: 100,
+        strength_milli: 1000,
+        duration_ms: 500,
+        block_size: 64 << 10,
+        flags: 0,
+    }
+}
+
+fn config(addr: &str, p: SessionParams, token: &str) -> Config {
+    Config {
+        target: addr.into(),
+        token: Token::new(token).unwrap(),
+        params: p,
+        sock: SocketOptions::default(),
+        pin_dir: braid_cc::DEFAULT_PIN_DIR.into(),
+        output: Output::Quiet,
+        interval: Duration::from_millis(200),
+        limit_bps: None,
+    }
+}
+
+fn b3(p: &Path) -> blake3::Hash {
+    blake3::hash(&fs::read(p).unwrap())
+}
+
+/// Deterministic pseudo-random bytes.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A tree with empty, one-byte, odd-sized, sparse and many small files.
+fn make_tree(top: &Path) -> Vec<PathBuf> {
+    fs::create_dir_all(top.join("deep/er/est")).unwrap();
+    fs::write(top.join("empty"), b"").unwrap();
+    fs::write(top.join("one"), b"x").unwrap();
+    fs::write(top.join("odd.bin"), noise(1_000_003, 1)).unwrap();
+    fs::write(top.join("deep/er/est/block_edge"), noise(3 * 65536, 2)).unwrap();
+    let sparse = fs::File::create(top.join("sparse")).unwrap();
+    sparse.set_len(9_000_000).unwrap();
+    sparse.write_all_at(b"island", 4_500_000).unwrap();
+    for i in 0..200 {
+        fs::write(top.join(format!("deep/small{i:03}")), noise(i * 37, i as u64 + 3)).unwrap();
+    }
+    let mut files = Vec::new();
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() { walk(&p, out) } else { out.push(p) }
+        }
+    }
+    walk(top, &mut files);
+    files
+}
+
+fn assert_same_tree(src: &Path, dst: &Path) {
+    let mut n = 0;
+    fn walk(src: &Path, dst: &Path, n: &mut usize) {
+        for e in fs::read_dir(src).unwrap() {
+            let p = e.unwrap().path();
+            let q = dst.join(p.file_name().unwrap());
+            if p.is_dir() {
+                walk(&p, &q, n);
+            } else {
+                assert_eq!(b3(&p), b3(&q), "{} differs", q.display());
+                *n += 1;
+            }
+        }
+    }
+    walk(src, dst, &mut n);
+    assert!(n > 200);
+}
+
+#[test]
+fn send_then_get_a_tree_in_single_and_parallel_mode() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, src, back) = (d.path().join("root"), d.path().join("tree"), d.path().join("back"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&back).unwrap();
+    make_tree(&src);
+    let addr = serve(&root);
+    for streams in [1, 4] {
+        let dest = format!("in{streams}");
+        let s = client::send(&config(&addr, params(Kind::Send, streams), TOKEN), &[src.clone()], &dest).unwrap();
+        assert_same_tree(&src, &root.join(&dest).join("tree"));
+        assert_eq!(s.files, 205);
+        assert_eq!(s.peer_bytes, Some(s.bytes));
+        let s = client::get(&config(&addr, params(Kind::Get, streams), TOKEN), &[dest.clone()], &back).unwrap();
+        assert_same_tree(&src, &back.join(&dest).join("tree"));
+        assert_eq!(s.files, 205);
+    }
+    // Nothing temporary is left behind on either side.
+    let leftovers: Vec<_> = walkdir(&root).into_iter().chain(walkdir(&back)).filter(|p| {
+        let n = p.file_name().unwrap().to_string_lossy().into_owned();
+        n.contains("braid-")
+    }).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+fn walkdir(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walkdir(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+#[test]
+fn resume_skips_published_files_and_moves_nothing_twice() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, src) = (d.path().join("root"), d.path().join("f.bin"));
+    fs::create_dir_all(&root).unwrap();
+    fs::write(&src, noise(2_000_000, 9)).unwrap();
+    let addr = serve(&root);
+    let mut p = params(Kind::Send, 2);
+    p.flags = FLAG_RESUME;
+    let first = client::send(&config(&addr, p.clone(), TOKEN), &[src.clone()], "").unwrap();
+    assert_eq!(first.bytes, 2_000_000);
+    let again = client::send(&config(&addr, p, TOKEN), &[src.clone()], "").unwrap();
+    assert_eq!(again.bytes, 0, "a verified file is not sent again");
+    assert_eq!(b3(&src), b3(&root.join("f.bin")));
+}
+
+#[test]
+fn a_bench_counts_the_same_bytes_at_both_ends() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    let s = client::bench(&config(&addr, params(Kind::Bench, 3), TOKEN)).unwrap();
+    assert!(s.bytes > 0);
+    assert_eq!(s.peer_bytes, Some(s.bytes));
+    assert_eq!(s.streams.len(), 3);
+    assert!(s.streams.iter().all(|st| st.bytes > 0 && st.connections == 1));
+    let mut p = params(Kind::Bench, 2);
+    p.flags = braid_wire::FLAG_REVERSE;
+    let r = client::bench(&config(&addr, p, TOKEN)).unwrap();
+    assert_eq!(r.role, "receiver");
+    assert_eq!(r.peer_bytes, Some(r.bytes));
+}
+
+#[test]
+fn a_wrong_token_is_refused_and_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    fs::write(d.path().join("f"), b"data").unwrap();
+    let addr = serve(&root);
+    let e = client::send(&config(&addr, params(Kind::Send, 1), "not-the-token"), &[d.path().join("f")], "x").unwrap_err();
+    assert!(matches!(e, Error::Auth(_)), "{e}");
+    assert_eq!(e.exit_code(), braid::error::exit::AUTH);
+    assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
+}
+
+/// A client that speaks the protocol by hand, to send what braid never would.
+fn raw_session(addr: &str, kind: Kind) -> Conn {
+    let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
+    session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    c.send(&Message::Open(params(kind, 1))).unwrap();
+    c
+}
+
+#[test]
+fn paths_that_leave_the_root_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(root.join("pub")).unwrap();
+    fs::write(d.path().join("secret"), b"s").unwrap();
+    std::os::unix::fs::symlink(d.path(), root.join("pub/up")).unwrap();
+    let addr = serve(&root);
+    for bad in ["../outside", "/tmp/abs", "pub/up/evil", "a/../../b"] {
+        let mut c = raw_session(&addr, Kind::Send);
+        c.send(&Message::Manifest { files: vec![FileEntry { path: bad.into(), size: 1, mode: 0o644, mtime_ns: 0 }] })
+            .unwrap();
+        match c.recv() {
+            Err(Error::Remote { code: code::FORBIDDEN_PATH, .. }) => {}
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    assert!(!d.path().join("outside").exists() && !d.path().join("evil").exists());
+    let back = d.path().join("back");
+    fs::create_dir_all(&back).unwrap();
+    for bad in ["../secret", "pub/up/secret"] {
+        let e = client::get(&config(&addr, params(Kind::Get, 1), TOKEN), &[bad.into()], &back).unwrap_err();
+        assert!(matches!(e, Error::Remote { code: code::FORBIDDEN_PATH, .. }), "{bad}: {e}");
+    }
+    assert_eq!(fs::read_dir(&back).unwrap().count(), 0);
+}
+
+#[test]
+fn malformed_frames_get_an_error_and_the_server_lives_on() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    for garbage in [&b"\x00\x00\x00\x05\x63abcd"[..], b"\xff\xff\xff\xff", b"\x00\x00\x00\x02\x08"] {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(garbage).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut c = Conn::new(s).unwrap();
+        match c.recv() {
+            Err(Error::Remote { code: code::BAD_REQUEST, message }) => assert!(message.contains("protocol"), "{message}"),
+            other => panic!("{garbage:?}: {other:?}"),
+        }
+    }
+    // An attach to a session that does not exist.
+    let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
+    c.send(&Message::Attach { session: 42, stream: 0, mac: [0; 32] }).unwrap();
+    assert!(matches!(c.recv(), Err(Error::Remote { code: code::AUTH, .. })));
+    let s = client::bench(&config(&addr, params(Kind::Bench, 1), TOKEN)).unwrap();
+    assert!(s.bytes > 0);
+}
