@@ -74,16 +74,18 @@ def stop(p: subprocess.Popen, grace: float = 3.0) -> None:
         p.wait(grace)
 
 
-def veth(a: Namespace, a_dev: str, b: Namespace, b_dev: str) -> None:
-    """A veth pair with one end in each namespace, up, offloads off.
+def veth(a: Namespace, a_dev: str, b: Namespace, b_dev: str, *, offloads: bool = False) -> None:
+    """A veth pair with one end in each namespace, up, offloads off unless asked.
 
     Offloads off so that a packet is a packet: with TSO/GSO/GRO a 64 KB
-    super-packet would cross a bottleneck as one.
+    super-packet would cross a bottleneck as one. A link with no bottleneck
+    (a throughput benchmark) may keep them, as a real host would.
     """
     run(["ip", "link", "add", a_dev, "netns", a.name, "type", "veth", "peer", "name", b_dev, "netns", b.name])
     for ns, dev in ((a, a_dev), (b, b_dev)):
         ns.run("ip", "link", "set", dev, "up")
-        offloads_off(ns, dev)
+        if not offloads:
+            offloads_off(ns, dev)
 
 
 def offloads_off(ns: Namespace, dev: str) -> None:

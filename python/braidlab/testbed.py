@@ -79,6 +79,24 @@ class _Testbed:
         self.namespaces.clear()
 
 
+class Pair(_Testbed):
+    """Two hosts on one veth pair, no bottleneck: sender 10.9.1.1, receiver 10.9.1.2."""
+
+    SND_ADDR = "10.9.1.1"
+    RCV_ADDR = "10.9.1.2"
+
+    def __init__(self, tag: str = "pair", offloads: bool = True):
+        super().__init__(tag)
+        self.offloads = offloads
+
+    def _build(self) -> None:
+        self.snd = self._ns("snd")
+        self.rcv = self._ns("rcv")
+        veth(self.snd, "eth0", self.rcv, "eth0", offloads=self.offloads)
+        self.snd.run("ip", "addr", "add", f"{self.SND_ADDR}/24", "dev", "eth0")
+        self.rcv.run("ip", "addr", "add", f"{self.RCV_ADDR}/24", "dev", "eth0")
+
+
 class Line(_Testbed):
     """sender (10.9.1.1) -> router -> receiver (10.9.2.1), made on enter, removed on exit."""
 

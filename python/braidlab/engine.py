@@ -1,0 +1,118 @@
+"""Driving braid's transfer engine: `braid serve` on one host, `braid bench`,
+`send` and `get` from another, and their JSON lines (version 1)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .braid import binary
+
+PORT = 5420
+
+
+@dataclass
+class Method:
+    """A way to move data: a mode of braid's engine and its settings."""
+
+    mode: str = "parallel"  # single | parallel | combined | tcpp
+    streams: int = 1
+    cc: str | None = None
+    virtual_rtt: float | None = None  # combined: m
+    strength: float | None = None  # tcpp: k
+
+    def argv(self) -> list[str]:
+        a = ["--mode", self.mode, "-n", str(self.streams)]
+        if self.cc:
+            a += ["--cc", self.cc]
+        if self.virtual_rtt is not None:
+            a += ["--virtual-rtt", str(self.virtual_rtt)]
+        if self.strength is not None:
+            a += ["--strength", str(self.strength)]
+        return a
+
+    def controls(self) -> list[str | None]:
+        """The control each stream should end up with at the sending end (None: the default)."""
+        if self.mode == "combined":
+            return ["reno"] + ["braid_frac"] * (self.streams - 1)
+        if self.mode == "tcpp":
+            return ["braid_tcpp"] * self.streams
+        n = 1 if self.mode == "single" else self.streams
+        return [self.cc] * n
+
+    def matches(self, got: list[str]) -> bool:
+        """Whether a report's per-stream controls are this method's (None: any default)."""
+        want = self.controls()
+        return len(got) == len(want) and all(w is None or w == g for w, g in zip(want, got))
+
+
+def token_file(run_dir: Path) -> Path:
+    """A fresh token for one run, readable by root only."""
+    p = run_dir / "braid.token"
+    if not p.exists():
+        run_dir.mkdir(parents=True, exist_ok=True)
+        p.touch(mode=0o600)
+        p.write_text(secrets.token_hex(16))
+    return p
+
+
+def serve(host, root: Path, token: Path, *, port: int = PORT, once: bool = False, extra: list[str] = (),
+          log: Path | None = None):
+    """Starts `braid serve --json` in `host` (a Namespace); its summaries go to `log` if given."""
+    argv = [binary(), "serve", "--listen", f"0.0.0.0:{port}", "--root", str(root), "--token-file", str(token),
+            "--json", *extra]
+    if once:
+        argv.append("--once")
+    return host.popen(argv, log=log)
+
+
+def client_argv(command: str, *args: str, token: Path, method: Method | None = None, interval: float = 1.0,
+                json_lines: bool = True) -> list[str]:
+    argv = [binary(), command, *args, "--token-file", str(token), "-i", str(interval)]
+    if method is not None:
+        argv += method.argv()
+    if json_lines:
+        argv.append("--json")
+    return argv
+
+
+def bench_argv(server: str, seconds: float, token: Path, method: Method, *, reverse: bool = False,
+               interval: float = 1.0) -> list[str]:
+    extra = ["-t", str(seconds)] + (["-R"] if reverse else [])
+    return client_argv("bench", server, *extra, token=token, method=method, interval=interval)
+
+
+@dataclass
+class Report:
+    """What `--json` printed: interval records and the final summary."""
+
+    intervals: list[dict] = field(default_factory=list)
+    summary: dict | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "Report":
+        r = cls()
+        for line in text.splitlines():
+            if not line.startswith("{"):
+                continue
+            rec = json.loads(line)
+            if rec.get("version") != 1:
+                raise ValueError(f"braid JSON version {rec.get('version')}, this braidlab reads 1")
+            if rec["type"] == "interval":
+                r.intervals.append(rec)
+            elif rec["type"] == "summary":
+                r.summary = rec
+        return r
+
+    @classmethod
+    def summaries(cls, path: Path) -> list[dict]:
+        """Every session summary a server has logged so far."""
+        if not path.exists():
+            return []
+        return [json.loads(l) for l in path.read_text().splitlines() if l.startswith('{"type":"summary"')]
+
+    @property
+    def controls(self) -> list[str]:
+        return [s["cc"] for s in self.summary["streams"]]
