@@ -1,5 +1,5 @@
 # The two commands of README: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test clean bench-link
+.PHONY: setup demo test clean bench-link bench-engine fuzz
 
 setup:
 	bash scripts/setup.sh
@@ -12,6 +12,15 @@ test:
 
 bench-link: setup
 	.venv/bin/python benches/link.py
+
+bench-engine: setup
+	.venv/bin/python benches/engine.py
+
+# The braid-wire decoder under libFuzzer (nightly toolchain, cargo-fuzz).
+FUZZ_SECONDS ?= 60
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && cargo +nightly fuzz run decode -- -max_total_time=$(FUZZ_SECONDS)
 
 clean:
 	.venv/bin/python -m braidlab clean

@@ -241,5 +241,8 @@ fn is_bpffs(path: &Path) -> Result<bool> {
     }
     // SAFETY: statfs succeeded and filled `st`.
     let st = unsafe { st.assume_init() };
-    Ok(st.f_type as i64 == BPF_FS_MAGIC)
+    // f_type's width differs between libc targets.
+    #[allow(clippy::unnecessary_cast)]
+    let f_type = st.f_type as i64;
+    Ok(f_type == BPF_FS_MAGIC)
 }

@@ -61,9 +61,16 @@ pub fn run(cmd: CcCommand) -> Result<()> {
         CcCommand::Uninstall(p) => {
             let r = braid_cc::uninstall(&p.pin_dir)?;
             if r.unregistered.is_empty() && r.unpinned == 0 {
-                println!("nothing to remove: braid's controls were not installed in {}", p.pin_dir.display());
+                println!(
+                    "nothing to remove: braid's controls were not installed in {}",
+                    p.pin_dir.display()
+                );
             } else {
-                println!("unregistered {} ({} pins removed)", r.unregistered.join(" "), r.unpinned);
+                println!(
+                    "unregistered {} ({} pins removed)",
+                    r.unregistered.join(" "),
+                    r.unpinned
+                );
             }
             Ok(())
         }
@@ -78,7 +85,11 @@ fn install(p: &PinDir) -> Result<()> {
             println!("registered {} (pinned in {})", names(), pin_dir.display())
         }
         InstallReport::AlreadyInstalled { pin_dir } => {
-            println!("already installed: {} (pinned in {})", names(), pin_dir.display())
+            println!(
+                "already installed: {} (pinned in {})",
+                names(),
+                pin_dir.display()
+            )
         }
     }
     Ok(())
@@ -112,7 +123,12 @@ fn set(a: SetArgs) -> Result<()> {
         d.strength = k;
     }
     controls.set_defaults(d)?;
-    println!("defaults: frac_cwnd {} (virtual RTT x{:.4}), strength k {}", d.frac_cwnd, 1000.0 / d.frac_cwnd as f64, d.strength);
+    println!(
+        "defaults: frac_cwnd {} (virtual RTT x{:.4}), strength k {}",
+        d.frac_cwnd,
+        1000.0 / d.frac_cwnd as f64,
+        d.strength
+    );
     Ok(())
 }
 
@@ -155,7 +171,13 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
         let ctl = Controls::open(&p.pin_dir).context("reading the pinned maps")?;
         (Some(ctl.defaults()?), ctl.groups()?)
     };
-    let st = Status { pin_dir: p.pin_dir.clone(), installed, controls, defaults, groups };
+    let st = Status {
+        pin_dir: p.pin_dir.clone(),
+        installed,
+        controls,
+        defaults,
+        groups,
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&st)?);
         return Ok(());
@@ -167,7 +189,10 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
     } else {
         "partly installed (run `braid cc install` again)"
     };
-    println!("braid congestion controls: {state}; pins in {}", st.pin_dir.display());
+    println!(
+        "braid congestion controls: {state}; pins in {}",
+        st.pin_dir.display()
+    );
     for c in &st.controls {
         let flag = |b: bool, yes: &'static str, no: &'static str| if b { yes } else { no };
         println!(
@@ -215,7 +240,10 @@ mod tests {
         assert_eq!(frac_from_virtual_rtt(10.0).unwrap(), 100);
         assert_eq!(frac_from_virtual_rtt(100.0).unwrap(), 10);
         assert_eq!(frac_from_virtual_rtt(1.0).unwrap(), 1000);
-        assert!(frac_from_virtual_rtt(0.5).unwrap_err().to_string().contains("between 1 and 1000"));
+        assert!(frac_from_virtual_rtt(0.5)
+            .unwrap_err()
+            .to_string()
+            .contains("between 1 and 1000"));
         assert!(frac_from_virtual_rtt(f64::NAN).is_err());
     }
 }

@@ -10,7 +10,11 @@ mod traffic;
 mod transfer;
 
 #[derive(Parser)]
-#[command(name = "braid", version, about = "Parallel TCP streams, fair by design")]
+#[command(
+    name = "braid",
+    version,
+    about = "Parallel TCP streams, fair by design"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

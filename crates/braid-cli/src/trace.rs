@@ -69,9 +69,16 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     if !(a.seconds.is_finite() && a.seconds > 0.0) {
         bail!("--seconds must be a positive number of seconds");
     }
-    let settings = SocketSettings { frac_cwnd: a.frac_cwnd, strength: a.strength, group_id: a.group };
+    let settings = SocketSettings {
+        frac_cwnd: a.frac_cwnd,
+        strength: a.strength,
+        group_id: a.group,
+    };
     let controls = if settings != SocketSettings::default() {
-        Some(Controls::open(&a.pin_dir).context("per-socket settings need the installed controls")?)
+        Some(
+            Controls::open(&a.pin_dir)
+                .context("per-socket settings need the installed controls")?,
+        )
     } else {
         None
     };
@@ -80,13 +87,18 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     for i in 0..a.streams {
         let sock = Socket::new(Domain::for_address(a.connect), Type::STREAM, None)
             .with_context(|| format!("creating stream {i}"))?;
-        braid_cc::set_congestion_control(sock.as_fd(), &a.cc)
-            .with_context(|| format!("is {:?} registered? see /proc/sys/net/ipv4/tcp_available_congestion_control", a.cc))?;
+        braid_cc::set_congestion_control(sock.as_fd(), &a.cc).with_context(|| {
+            format!(
+                "is {:?} registered? see /proc/sys/net/ipv4/tcp_available_congestion_control",
+                a.cc
+            )
+        })?;
         // Settings go in before connect so that init sees the group.
         if let Some(c) = &controls {
             c.apply(sock.as_fd(), settings)?;
         }
-        sock.connect(&a.connect.into()).with_context(|| format!("stream {i}: connecting to {}", a.connect))?;
+        sock.connect(&a.connect.into())
+            .with_context(|| format!("stream {i}: connecting to {}", a.connect))?;
         streams.push(TcpStream::from(sock));
     }
 
@@ -117,7 +129,10 @@ pub fn trace(a: TraceArgs) -> Result<()> {
             let t = start.elapsed().as_secs_f64();
             for (i, s) in streams.iter().enumerate() {
                 let info = braid_cc::tcp_info(s.as_fd())?;
-                println!("{}", json!({"type": "sample", "t": round3(t), "stream": i, "cc": a.cc, "info": info}));
+                println!(
+                    "{}",
+                    json!({"type": "sample", "t": round3(t), "stream": i, "cc": a.cc, "info": info})
+                );
             }
         }
         next += interval;
@@ -167,7 +182,8 @@ pub(crate) fn round3(x: f64) -> f64 {
 }
 
 pub fn sink(a: SinkArgs) -> Result<()> {
-    let listener = TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
+    let listener =
+        TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
     if let Some(secs) = a.seconds {
         if !(secs.is_finite() && secs > 0.0) {
             bail!("--seconds must be a positive number of seconds");

@@ -140,7 +140,10 @@ pub struct PingArgs {
 /// CLOCK_MONOTONIC in nanoseconds: the clock every namespace of one
 /// machine shares, and the one the packets' timestamps use.
 fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid timespec to write into.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -148,9 +151,20 @@ fn now_ns() -> u64 {
 
 /// Sleeps until the monotonic clock reads `at_ns`.
 fn sleep_until(at_ns: u64) {
-    let ts = libc::timespec { tv_sec: (at_ns / 1_000_000_000) as _, tv_nsec: (at_ns % 1_000_000_000) as _ };
+    let ts = libc::timespec {
+        tv_sec: (at_ns / 1_000_000_000) as _,
+        tv_nsec: (at_ns % 1_000_000_000) as _,
+    };
     // SAFETY: ts is valid; the remaining-time pointer may be null with TIMER_ABSTIME.
-    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
 }
 
 /// The default 50 us timer slack would bunch a 10 Mb/s source's packets.
@@ -183,24 +197,38 @@ fn stop_on_signals() {
 fn udp(a: UdpArgs) -> Result<()> {
     let seconds = positive_seconds(a.seconds, "--seconds")?;
     if a.size < HEADER_LEN || a.size > 65_507 {
-        bail!("--size {} is out of range: {HEADER_LEN}..=65507 bytes", a.size);
+        bail!(
+            "--size {} is out of range: {HEADER_LEN}..=65507 bytes",
+            a.size
+        );
     }
     let shape = match (a.rate, &a.sine, a.poisson) {
         (Some(r), None, None) => Shape::Constant { bps: r as f64 },
         (None, Some(s), None) => {
-            let (lo, hi) = s.split_once(',').with_context(|| format!("--sine {s:?}: expected MIN,MAX such as 1mbit,10mbit"))?;
-            let min = parse_rate(lo).or_else(|e| if lo.trim() == "0" { Ok(0) } else { Err(e) }).map_err(anyhow::Error::msg)?;
+            let (lo, hi) = s
+                .split_once(',')
+                .with_context(|| format!("--sine {s:?}: expected MIN,MAX such as 1mbit,10mbit"))?;
+            let min = parse_rate(lo)
+                .or_else(|e| if lo.trim() == "0" { Ok(0) } else { Err(e) })
+                .map_err(anyhow::Error::msg)?;
             let max = parse_rate(hi).map_err(anyhow::Error::msg)?;
-            Shape::Sine { min_bps: min as f64, max_bps: max as f64, period_s: a.period as f64 / 1e9 }
+            Shape::Sine {
+                min_bps: min as f64,
+                max_bps: max as f64,
+                period_s: a.period as f64 / 1e9,
+            }
         }
         (None, None, Some(r)) => Shape::Poisson { bps: r as f64 },
         _ => bail!("give one of --rate, --sine or --poisson"),
     };
     let mut schedule = Schedule::new(shape, a.size, a.seed).context("the source's shape")?;
 
-    let sock = Socket::new(Domain::for_address(a.to), Type::DGRAM, Some(Protocol::UDP)).context("creating the UDP socket")?;
-    sock.set_send_buffer_size(4 << 20).context("sizing the send buffer")?;
-    sock.connect(&a.to.into()).with_context(|| format!("connecting to {}", a.to))?;
+    let sock = Socket::new(Domain::for_address(a.to), Type::DGRAM, Some(Protocol::UDP))
+        .context("creating the UDP socket")?;
+    sock.set_send_buffer_size(4 << 20)
+        .context("sizing the send buffer")?;
+    sock.connect(&a.to.into())
+        .with_context(|| format!("connecting to {}", a.to))?;
     let sock: UdpSocket = sock.into();
     precise_timers();
     stop_on_signals();
@@ -217,12 +245,23 @@ fn udp(a: UdpArgs) -> Result<()> {
         sleep_until(due);
         let now = now_ns();
         worst_late = worst_late.max(now - due);
-        Header { kind: Kind::Data, seq: sent, start_ns: start, sent_ns: now, flow: a.flow }.encode(&mut buf);
+        Header {
+            kind: Kind::Data,
+            seq: sent,
+            start_ns: start,
+            sent_ns: now,
+            flow: a.flow,
+        }
+        .encode(&mut buf);
         match sock.send(&buf) {
             Ok(_) => sent += 1,
             // A stiff source does not slow down: a packet the host could not
             // queue is gone, as if the link had dropped it.
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock) || e.raw_os_error() == Some(libc::ENOBUFS) || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+            Err(e)
+                if matches!(e.kind(), ErrorKind::WouldBlock)
+                    || e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.raw_os_error() == Some(libc::ECONNREFUSED) =>
+            {
                 refused += 1;
                 sent += 1;
             }
@@ -232,7 +271,14 @@ fn udp(a: UdpArgs) -> Result<()> {
     let elapsed = (now_ns() - start) as f64 / 1e9;
     let mut fin = [0u8; HEADER_LEN];
     for _ in 0..5 {
-        Header { kind: Kind::Fin, seq: sent, start_ns: start, sent_ns: now_ns(), flow: a.flow }.encode(&mut fin);
+        Header {
+            kind: Kind::Fin,
+            seq: sent,
+            start_ns: start,
+            sent_ns: now_ns(),
+            flow: a.flow,
+        }
+        .encode(&mut fin);
         let _ = sock.send(&fin);
         thread::sleep(Duration::from_millis(20));
     }
@@ -267,10 +313,17 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
         Some(s) => Some(now_ns() + (positive_seconds(s, "--seconds")? * 1e9) as u64),
         None => None,
     };
-    let sock = Socket::new(Domain::for_address(a.listen), Type::DGRAM, Some(Protocol::UDP)).context("creating the UDP socket")?;
+    let sock = Socket::new(
+        Domain::for_address(a.listen),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )
+    .context("creating the UDP socket")?;
     // A burst from a 100 Mb/s source must not overflow the socket while we print.
-    sock.set_recv_buffer_size(16 << 20).context("sizing the receive buffer")?;
-    sock.bind(&a.listen.into()).with_context(|| format!("binding {}", a.listen))?;
+    sock.set_recv_buffer_size(16 << 20)
+        .context("sizing the receive buffer")?;
+    sock.bind(&a.listen.into())
+        .with_context(|| format!("binding {}", a.listen))?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
     let sock: UdpSocket = sock.into();
     stop_on_signals();
@@ -306,7 +359,11 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
                     o.flush()?;
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(e).context("receiving"),
         }
     }
@@ -316,12 +373,20 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
             writeln!(o, "{}", bin_json(key, a.interval, &b))?;
         }
         let t = tally.totals();
-        writeln!(o, "{}", json!({"type": "summary", "flow": flow_name(key), "packets": t.packets, "bytes": t.bytes,
+        writeln!(
+            o,
+            "{}",
+            json!({"type": "summary", "flow": flow_name(key), "packets": t.packets, "bytes": t.bytes,
                                   "lost": t.lost, "reordered": t.reordered, "sent": t.sent,
-                                  "loss_ratio": t.loss_ratio()}))?;
+                                  "loss_ratio": t.loss_ratio()})
+        )?;
     }
     if malformed > 0 {
-        writeln!(o, "{}", json!({"type": "malformed", "datagrams": malformed}))?;
+        writeln!(
+            o,
+            "{}",
+            json!({"type": "malformed", "datagrams": malformed})
+        )?;
     }
     o.flush()?;
     Ok(())
@@ -334,8 +399,12 @@ fn flows(a: FlowsArgs) -> Result<()> {
     }
     // Flow arrivals are a Poisson process: a Schedule of "packets" the size
     // of a mean flow at the offered load.
-    let mut arrivals = Schedule::new(Shape::Poisson { bps: a.load as f64 }, a.mean_size as usize, a.seed)
-        .context("the flows' offered load")?;
+    let mut arrivals = Schedule::new(
+        Shape::Poisson { bps: a.load as f64 },
+        a.mean_size as usize,
+        a.seed,
+    )
+    .context("the flows' offered load")?;
     let mut sizes = braid_link::rng::Rng::new(a.seed ^ 0x5eed);
     stop_on_signals();
     let start = now_ns();
@@ -354,10 +423,13 @@ fn flows(a: FlowsArgs) -> Result<()> {
             break;
         }
         sleep_until(due);
-        let size = ((-(1.0 - sizes.unit()).ln()) * a.mean_size as f64).ceil().max(1.0) as u64;
+        let size = ((-(1.0 - sizes.unit()).ln()) * a.mean_size as f64)
+            .ceil()
+            .max(1.0) as u64;
         started += 1;
         let (to, cc) = (a.to, a.cc.clone());
-        let (done, failed, bytes, fct_us) = (done.clone(), failed.clone(), bytes.clone(), fct_us.clone());
+        let (done, failed, bytes, fct_us) =
+            (done.clone(), failed.clone(), bytes.clone(), fct_us.clone());
         handles.push(thread::spawn(move || {
             let t0 = now_ns();
             match send_flow(to, &cc, size) {
@@ -393,14 +465,17 @@ fn flows(a: FlowsArgs) -> Result<()> {
 fn send_flow(to: SocketAddr, cc: &str, size: u64) -> Result<()> {
     use std::os::fd::AsFd;
     let sock = Socket::new(Domain::for_address(to), Type::STREAM, None)?;
-    braid_cc::set_congestion_control(sock.as_fd(), cc).with_context(|| format!("congestion control {cc:?}"))?;
-    sock.connect(&to.into()).with_context(|| format!("connecting to {to}"))?;
+    braid_cc::set_congestion_control(sock.as_fd(), cc)
+        .with_context(|| format!("congestion control {cc:?}"))?;
+    sock.connect(&to.into())
+        .with_context(|| format!("connecting to {to}"))?;
     let mut s: TcpStream = sock.into();
     let chunk = [0u8; 64 * 1024];
     let mut left = size;
     while left > 0 {
         let n = left.min(chunk.len() as u64) as usize;
-        s.write_all(&chunk[..n]).with_context(|| format!("sending to {to}"))?;
+        s.write_all(&chunk[..n])
+            .with_context(|| format!("sending to {to}"))?;
         left -= n as u64;
     }
     s.shutdown(std::net::Shutdown::Write)?;
@@ -412,18 +487,25 @@ fn send_flow(to: SocketAddr, cc: &str, size: u64) -> Result<()> {
 
 fn ping(a: PingArgs) -> Result<()> {
     let seconds = positive_seconds(a.seconds, "--seconds")?;
-    let IpAddr::V4(_) = a.to else { bail!("--to {}: the prober speaks ICMPv4 only", a.to) };
+    let IpAddr::V4(_) = a.to else {
+        bail!("--to {}: the prober speaks ICMPv4 only", a.to)
+    };
     if a.interval == 0 {
         bail!("--interval must be positive");
     }
     if a.size < icmp::MIN_DATA || a.size > 65_000 {
-        bail!("--size {} is out of range: {}..=65000 bytes", a.size, icmp::MIN_DATA);
+        bail!(
+            "--size {} is out of range: {}..=65000 bytes",
+            a.size,
+            icmp::MIN_DATA
+        );
     }
     let sock = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4))
         .context("opening a raw ICMP socket (needs root or CAP_NET_RAW)")?;
     sock.set_recv_buffer_size(4 << 20)?;
     let target: SocketAddr = SocketAddr::new(a.to, 0);
-    sock.connect(&target.into()).with_context(|| format!("addressing {}", a.to))?;
+    sock.connect(&target.into())
+        .with_context(|| format!("addressing {}", a.to))?;
     precise_timers();
     stop_on_signals();
 
@@ -445,7 +527,8 @@ fn ping(a: PingArgs) -> Result<()> {
                 late_sends += 1;
             }
             let len = icmp::echo_request(&mut out_buf, ident, sent, now, a.size);
-            sock.send(&out_buf[..len]).with_context(|| format!("probing {}", a.to))?;
+            sock.send(&out_buf[..len])
+                .with_context(|| format!("probing {}", a.to))?;
             sent += 1;
             next += a.interval;
             // A short stall (a busy host) is made up by sending the missed
@@ -456,7 +539,11 @@ fn ping(a: PingArgs) -> Result<()> {
             }
             continue;
         }
-        let wake = if next < end { next } else { end + 1_000_000_000 };
+        let wake = if next < end {
+            next
+        } else {
+            end + 1_000_000_000
+        };
         if now >= wake {
             break;
         }
@@ -475,17 +562,29 @@ fn ping(a: PingArgs) -> Result<()> {
                     arrivals.push(r.seq);
                     rtts_ms.push(rtt);
                     if a.samples {
-                        writeln!(out.lock(), "{}", json!({"type": "rtt", "seq": r.seq,
-                            "t": round3((r.sent_ns - start) as f64 / 1e9), "rtt_ms": rtt}))?;
+                        writeln!(
+                            out.lock(),
+                            "{}",
+                            json!({"type": "rtt", "seq": r.seq,
+                            "t": round3((r.sent_ns - start) as f64 / 1e9), "rtt_ms": rtt})
+                        )?;
                     }
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(e).context("receiving replies"),
         }
     }
     let reordered = stats::reordered(&arrivals);
-    let mean = if rtts_ms.is_empty() { None } else { Some(round4(rtts_ms.iter().sum::<f64>() / rtts_ms.len() as f64)) };
+    let mean = if rtts_ms.is_empty() {
+        None
+    } else {
+        Some(round4(rtts_ms.iter().sum::<f64>() / rtts_ms.len() as f64))
+    };
     rtts_ms.sort_by(f64::total_cmp);
     let q = |p: f64| stats::quantile(&rtts_ms, p).map(round4);
     println!(

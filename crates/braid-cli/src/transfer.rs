@@ -168,7 +168,8 @@ fn parse_rate(s: &str) -> Result<u64, String> {
 
 fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
     if let Some(f) = file {
-        let t = std::fs::read_to_string(f).map_err(|e| Error::io(format!("reading the token file {}", f.display()), e))?;
+        let t = std::fs::read_to_string(f)
+            .map_err(|e| Error::io(format!("reading the token file {}", f.display()), e))?;
         return Token::new(t.trim().as_bytes().to_vec()).map(Some);
     }
     match std::env::var("BRAID_TOKEN") {
@@ -185,10 +186,18 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
         ModeArg::Tcpp => Mode::Tcpp,
     };
     if !(s.virtual_rtt.is_finite() && (1.0..=1000.0).contains(&s.virtual_rtt)) {
-        return Err(Error::Usage(format!("--virtual-rtt {} is out of range: 1..=1000", s.virtual_rtt)));
+        return Err(Error::Usage(format!(
+            "--virtual-rtt {} is out of range: 1..=1000",
+            s.virtual_rtt
+        )));
     }
-    let streams = if matches!(s.mode, ModeArg::Single) { 1 } else { s.streams };
-    let block_size = u32::try_from(s.block_size).map_err(|_| Error::Usage(format!("--block-size {} is too large", s.block_size)))?;
+    let streams = if matches!(s.mode, ModeArg::Single) {
+        1
+    } else {
+        s.streams
+    };
+    let block_size = u32::try_from(s.block_size)
+        .map_err(|_| Error::Usage(format!("--block-size {} is too large", s.block_size)))?;
     Ok(SessionParams {
         kind,
         mode,
@@ -203,8 +212,11 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
 }
 
 fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Config> {
-    let token = token(&s.token_file)?
-        .ok_or_else(|| Error::Usage("no token: set BRAID_TOKEN or pass --token-file (braid serve prints one)".into()))?;
+    let token = token(&s.token_file)?.ok_or_else(|| {
+        Error::Usage(
+            "no token: set BRAID_TOKEN or pass --token-file (braid serve prints one)".into(),
+        )
+    })?;
     if !(s.interval.is_finite() && s.interval >= 0.01) {
         return Err(Error::Usage("--interval must be at least 0.01 s".into()));
     }
@@ -226,7 +238,10 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Conf
 
 fn print_summary(s: &Summary, json: bool) {
     if json {
-        println!("{}", serde_json::to_string(s).expect("a summary serialises"));
+        println!(
+            "{}",
+            serde_json::to_string(s).expect("a summary serialises")
+        );
         return;
     }
     println!(
@@ -242,7 +257,10 @@ fn print_summary(s: &Summary, json: bool) {
         s.cpu_seconds
     );
     if s.files > 0 {
-        println!("  {} files verified (BLAKE3), {} blocks sent again after a lost stream", s.files, s.requeued_blocks);
+        println!(
+            "  {} files verified (BLAKE3), {} blocks sent again after a lost stream",
+            s.files, s.requeued_blocks
+        );
     }
     for st in &s.streams {
         println!(
@@ -261,7 +279,10 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let remote = target::parse(&a.host, false).map_err(Error::Usage)?;
     let mut p = params(&a.s, Kind::Bench)?;
     if !(a.time.is_finite() && a.time > 0.0 && a.time <= 86_400.0) {
-        return Err(Error::Usage(format!("-t {} is out of range: (0, 86400] seconds", a.time)));
+        return Err(Error::Usage(format!(
+            "-t {} is out of range: (0, 86400] seconds",
+            a.time
+        )));
     }
     p.duration_ms = (a.time * 1000.0).round().max(1.0) as u32;
     if a.reverse {
@@ -294,7 +315,9 @@ pub fn get(a: GetArgs) -> Result<()> {
     for r in remotes {
         let remote = target::parse(r, true).map_err(Error::Usage)?;
         if addr.as_ref().is_some_and(|a| *a != remote.addr) {
-            return Err(Error::Usage("every PATH of one get must come from the same server".into()));
+            return Err(Error::Usage(
+                "every PATH of one get must come from the same server".into(),
+            ));
         }
         addr = Some(remote.addr);
         paths.push(remote.path.expect("parse with_path returns a path"));
@@ -314,7 +337,11 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         Some(t) => t,
         None => {
             let t = Token::generate()?;
-            eprintln!("braid serve: token {} (clients: export BRAID_TOKEN={})", t.as_str(), t.as_str());
+            eprintln!(
+                "braid serve: token {} (clients: export BRAID_TOKEN={})",
+                t.as_str(),
+                t.as_str()
+            );
             t
         }
     };

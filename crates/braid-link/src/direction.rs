@@ -24,6 +24,9 @@ use crate::trace::{Cursor, DeliveryTrace};
 /// Anything with a length in bytes can cross the link.
 pub trait Frame {
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl Frame for Vec<u8> {

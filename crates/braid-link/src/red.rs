@@ -57,7 +57,7 @@ impl RedParams {
         if self.avpkt == 0 {
             return Err("red: avpkt must be positive".into());
         }
-        if !(self.min < self.max) {
+        if self.min >= self.max {
             return Err(format!("red: min ({}) must be below max ({})", self.min, self.max));
         }
         if self.limit < self.max {

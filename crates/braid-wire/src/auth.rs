@@ -43,12 +43,19 @@ pub fn session_key(token: &[u8], client_nonce: &[u8; 16], server_nonce: &[u8; 16
 
 /// What a data connection presents in `Attach`.
 pub fn attach_proof(session_key: &[u8; 32], session: u64, stream: u16) -> [u8; 32] {
-    mac(session_key, &[b"attach", &session.to_be_bytes(), &stream.to_be_bytes()])
+    mac(
+        session_key,
+        &[b"attach", &session.to_be_bytes(), &stream.to_be_bytes()],
+    )
 }
 
 /// Compares MACs in time independent of where they differ.
 pub fn verify(expected: &[u8; 32], got: &[u8; 32]) -> bool {
-    expected.iter().zip(got).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    expected
+        .iter()
+        .zip(got)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
 }
 
 #[cfg(test)]
@@ -64,7 +71,10 @@ mod tests {
         assert!(verify(&p, &client_proof(b"secret", &C, &S)));
         assert!(!verify(&p, &client_proof(b"secret!", &C, &S)));
         assert!(!verify(&p, &client_proof(b"secret", &S, &C)));
-        assert!(!verify(&p, &server_proof(b"secret", &C, &S)), "a client proof must not pass as the server's");
+        assert!(
+            !verify(&p, &server_proof(b"secret", &C, &S)),
+            "a client proof must not pass as the server's"
+        );
         let k = session_key(b"secret", &C, &S);
         assert_ne!(k, session_key(b"secret", &C, &[3; 16]));
         assert_ne!(attach_proof(&k, 1, 0), attach_proof(&k, 1, 1));

@@ -45,7 +45,11 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             w.u32(p.flags);
         }
         Message::Accepted { session } => w.u64(*session),
-        Message::Attach { session, stream, mac } => {
+        Message::Attach {
+            session,
+            stream,
+            mac,
+        } => {
             w.u64(*session);
             w.u16(*stream);
             w.bytes(mac);
@@ -60,7 +64,12 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
                 w.u64(f.mtime_ns as u64);
             }
         }
-        Message::Block { file, offset, len, checksum } => {
+        Message::Block {
+            file,
+            offset,
+            len,
+            checksum,
+        } => {
             w.u32(*file);
             w.u64(*offset);
             w.u32(*len);
@@ -103,30 +112,51 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
         return Ok(None);
     }
     let ty = buf[4];
-    let mut r = Reader { b: &buf[5..total], what: "frame" };
+    let mut r = Reader {
+        b: &buf[5..total],
+        what: "frame",
+    };
     let m = match ty {
         1 | 2 => {
             r.what = if ty == 1 { "hello" } else { "challenge" };
             let version = r.u16()?;
             let nonce = r.array::<16>()?;
-            if ty == 1 { Message::Hello { version, nonce } } else { Message::Challenge { version, nonce } }
+            if ty == 1 {
+                Message::Hello { version, nonce }
+            } else {
+                Message::Challenge { version, nonce }
+            }
         }
-        3 => Message::Proof { mac: r.named("proof").array()? },
-        4 => Message::Welcome { mac: r.named("welcome").array()? },
+        3 => Message::Proof {
+            mac: r.named("proof").array()?,
+        },
+        4 => Message::Welcome {
+            mac: r.named("welcome").array()?,
+        },
         5 => {
             r.what = "open";
             let kind = match r.u8()? {
                 0 => Kind::Bench,
                 1 => Kind::Send,
                 2 => Kind::Get,
-                v => return Err(DecodeError::Value { what: "open: kind", value: v as u64 }),
+                v => {
+                    return Err(DecodeError::Value {
+                        what: "open: kind",
+                        value: v as u64,
+                    })
+                }
             };
             let mode = match r.u8()? {
                 0 => Mode::Single,
                 1 => Mode::Parallel,
                 2 => Mode::Combined,
                 3 => Mode::Tcpp,
-                v => return Err(DecodeError::Value { what: "open: mode", value: v as u64 }),
+                v => {
+                    return Err(DecodeError::Value {
+                        what: "open: mode",
+                        value: v as u64,
+                    })
+                }
             };
             let p = SessionParams {
                 kind,
@@ -140,64 +170,107 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 flags: r.u32()?,
             };
             if p.flags & !KNOWN_FLAGS != 0 {
-                return Err(DecodeError::Value { what: "open: flags", value: p.flags as u64 });
+                return Err(DecodeError::Value {
+                    what: "open: flags",
+                    value: p.flags as u64,
+                });
             }
             Message::Open(p)
         }
-        6 => Message::Accepted { session: r.named("accepted").u64()? },
+        6 => Message::Accepted {
+            session: r.named("accepted").u64()?,
+        },
         7 => {
             r.what = "attach";
-            Message::Attach { session: r.u64()?, stream: r.u16()?, mac: r.array()? }
+            Message::Attach {
+                session: r.u64()?,
+                stream: r.u16()?,
+                mac: r.array()?,
+            }
         }
-        8 => Message::Detach { stream: r.named("detach").u16()? },
+        8 => Message::Detach {
+            stream: r.named("detach").u16()?,
+        },
         9 => {
             r.what = "manifest";
             let n = r.u32()?;
             // Each entry takes at least 22 bytes: a count larger than the frame is a lie.
             if n as usize > r.b.len() / 22 {
-                return Err(DecodeError::Value { what: "manifest: file count", value: n as u64 });
+                return Err(DecodeError::Value {
+                    what: "manifest: file count",
+                    value: n as u64,
+                });
             }
             let mut files = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                files.push(FileEntry { path: r.str()?, size: r.u64()?, mode: r.u32()?, mtime_ns: r.u64()? as i64 });
+                files.push(FileEntry {
+                    path: r.str()?,
+                    size: r.u64()?,
+                    mode: r.u32()?,
+                    mtime_ns: r.u64()? as i64,
+                });
             }
             Message::Manifest { files }
         }
         10 => {
             r.what = "block";
-            Message::Block { file: r.u32()?, offset: r.u64()?, len: r.u32()?, checksum: r.u32()? }
+            Message::Block {
+                file: r.u32()?,
+                offset: r.u64()?,
+                len: r.u32()?,
+                checksum: r.u32()?,
+            }
         }
         11 => {
             r.what = "ranges";
             let file = r.u32()?;
             let n = r.u32()?;
             if n as usize > r.b.len() / 16 {
-                return Err(DecodeError::Value { what: "ranges: count", value: n as u64 });
+                return Err(DecodeError::Value {
+                    what: "ranges: count",
+                    value: n as u64,
+                });
             }
             let mut ranges = Vec::with_capacity(n as usize);
             for _ in 0..n {
                 let (a, b) = (r.u64()?, r.u64()?);
                 if a > b {
-                    return Err(DecodeError::Value { what: "ranges: a range ending before its start", value: a });
+                    return Err(DecodeError::Value {
+                        what: "ranges: a range ending before its start",
+                        value: a,
+                    });
                 }
                 ranges.push((a, b));
             }
             Message::Ranges { file, ranges }
         }
-        12 => Message::Progress { bytes: r.named("progress").u64()? },
+        12 => Message::Progress {
+            bytes: r.named("progress").u64()?,
+        },
         13 => {
             r.what = "error";
-            Message::Error { code: r.u16()?, message: r.str()? }
+            Message::Error {
+                code: r.u16()?,
+                message: r.str()?,
+            }
         }
-        14 => Message::Close { bytes: r.named("close").u64()? },
+        14 => Message::Close {
+            bytes: r.named("close").u64()?,
+        },
         15 => {
             r.what = "verify";
-            Message::Verify { file: r.u32()?, hash: r.array()? }
+            Message::Verify {
+                file: r.u32()?,
+                hash: r.array()?,
+            }
         }
         t => return Err(DecodeError::Type(t)),
     };
     if !r.b.is_empty() {
-        return Err(DecodeError::Trailing { what: r.what, len: r.b.len() });
+        return Err(DecodeError::Trailing {
+            what: r.what,
+            len: r.b.len(),
+        });
     }
     Ok(Some((m, total)))
 }
@@ -285,14 +358,25 @@ mod tests {
 
     #[test]
     fn vectors() {
-        assert_eq!(bytes(&Message::Progress { bytes: 0x0102 }), [0, 0, 0, 9, 12, 0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(
+            bytes(&Message::Progress { bytes: 0x0102 }),
+            [0, 0, 0, 9, 12, 0, 0, 0, 0, 0, 0, 1, 2]
+        );
         assert_eq!(bytes(&Message::Detach { stream: 7 }), [0, 0, 0, 3, 8, 0, 7]);
         assert_eq!(
-            bytes(&Message::Error { code: 2, message: "no".into() }),
+            bytes(&Message::Error {
+                code: 2,
+                message: "no".into()
+            }),
             [0, 0, 0, 7, 13, 0, 2, 0, 2, b'n', b'o']
         );
         assert_eq!(
-            bytes(&Message::Block { file: 1, offset: 2, len: 3, checksum: 4 }),
+            bytes(&Message::Block {
+                file: 1,
+                offset: 2,
+                len: 3,
+                checksum: 4
+            }),
             [0, 0, 0, 21, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4]
         );
         let open = Message::Open(SessionParams {
@@ -309,8 +393,8 @@ mod tests {
         assert_eq!(
             bytes(&open),
             [
-                0, 0, 0, 29, 5, 0, 2, 0, 9, 0, 4, b'r', b'e', b'n', b'o', 0, 100, 0, 0, 3, 232, 0, 0, 39, 16, 0, 16, 0,
-                0, 0, 0, 0, 1
+                0, 0, 0, 29, 5, 0, 2, 0, 9, 0, 4, b'r', b'e', b'n', b'o', 0, 100, 0, 0, 3, 232, 0,
+                0, 39, 16, 0, 16, 0, 0, 0, 0, 0, 1
             ]
         );
         let mut hash = [0u8; 32];
@@ -332,15 +416,39 @@ mod tests {
     #[test]
     fn malformed_frames_are_named() {
         assert_eq!(decode(&[0, 0, 0, 0, 1]), Err(DecodeError::Length(0)));
-        assert_eq!(decode(&[0xff, 0, 0, 0]), Err(DecodeError::Length(0xff00_0000)));
+        assert_eq!(
+            decode(&[0xff, 0, 0, 0]),
+            Err(DecodeError::Length(0xff00_0000))
+        );
         assert_eq!(decode(&[0, 0, 0, 1, 99]), Err(DecodeError::Type(99)));
-        assert_eq!(decode(&[0, 0, 0, 2, 8, 0]), Err(DecodeError::Short { what: "detach" }));
-        assert_eq!(decode(&[0, 0, 0, 4, 8, 0, 1, 9]), Err(DecodeError::Trailing { what: "detach", len: 1 }));
-        assert_eq!(decode(&[0, 0, 0, 5, 13, 0, 1, 0, 1]), Err(DecodeError::Short { what: "error" }));
-        assert_eq!(decode(&[0, 0, 0, 6, 13, 0, 1, 0, 1, 0xff]), Err(DecodeError::Utf8 { what: "error" }));
+        assert_eq!(
+            decode(&[0, 0, 0, 2, 8, 0]),
+            Err(DecodeError::Short { what: "detach" })
+        );
+        assert_eq!(
+            decode(&[0, 0, 0, 4, 8, 0, 1, 9]),
+            Err(DecodeError::Trailing {
+                what: "detach",
+                len: 1
+            })
+        );
+        assert_eq!(
+            decode(&[0, 0, 0, 5, 13, 0, 1, 0, 1]),
+            Err(DecodeError::Short { what: "error" })
+        );
+        assert_eq!(
+            decode(&[0, 0, 0, 6, 13, 0, 1, 0, 1, 0xff]),
+            Err(DecodeError::Utf8 { what: "error" })
+        );
         // A manifest claiming a billion files in a few bytes.
-        assert!(matches!(decode(&[0, 0, 0, 5, 9, 0x40, 0, 0, 0]), Err(DecodeError::Value { .. })));
-        let mut bad_range = bytes(&Message::Ranges { file: 0, ranges: vec![(5, 9)] });
+        assert!(matches!(
+            decode(&[0, 0, 0, 5, 9, 0x40, 0, 0, 0]),
+            Err(DecodeError::Value { .. })
+        ));
+        let mut bad_range = bytes(&Message::Ranges {
+            file: 0,
+            ranges: vec![(5, 9)],
+        });
         bad_range[13] = 10; // start 10 > end 9
         assert!(matches!(decode(&bad_range), Err(DecodeError::Value { .. })));
         let mut open = bytes(&Message::Open(SessionParams {
@@ -355,7 +463,13 @@ mod tests {
             flags: 0,
         }));
         *open.last_mut().unwrap() = 0x80;
-        assert_eq!(decode(&open), Err(DecodeError::Value { what: "open: flags", value: 0x80 }));
+        assert_eq!(
+            decode(&open),
+            Err(DecodeError::Value {
+                what: "open: flags",
+                value: 0x80
+            })
+        );
     }
 
     fn arb_message() -> impl Strategy<Value = Message> {
@@ -363,40 +477,77 @@ mod tests {
         let mac = any::<[u8; 32]>();
         let params = (
             (0u8..3, 0u8..4, any::<u16>(), "[a-z_]{0,16}"),
-            (any::<u16>(), any::<u32>(), any::<u32>(), any::<u32>(), 0u32..4),
+            (
+                any::<u16>(),
+                any::<u32>(),
+                any::<u32>(),
+                any::<u32>(),
+                0u32..4,
+            ),
         )
-            .prop_map(|((k, m, streams, cc), (frac_cwnd, strength_milli, duration_ms, block_size, flags))| SessionParams {
-                kind: [Kind::Bench, Kind::Send, Kind::Get][k as usize],
-                mode: [Mode::Single, Mode::Parallel, Mode::Combined, Mode::Tcpp][m as usize],
-                streams,
-                cc,
-                frac_cwnd,
-                strength_milli,
-                duration_ms,
-                block_size,
-                flags,
-            });
-        let entry = ("\\PC{0,40}", any::<u64>(), any::<u32>(), any::<i64>())
-            .prop_map(|(path, size, mode, mtime_ns)| FileEntry { path, size, mode, mtime_ns });
+            .prop_map(
+                |(
+                    (k, m, streams, cc),
+                    (frac_cwnd, strength_milli, duration_ms, block_size, flags),
+                )| SessionParams {
+                    kind: [Kind::Bench, Kind::Send, Kind::Get][k as usize],
+                    mode: [Mode::Single, Mode::Parallel, Mode::Combined, Mode::Tcpp][m as usize],
+                    streams,
+                    cc,
+                    frac_cwnd,
+                    strength_milli,
+                    duration_ms,
+                    block_size,
+                    flags,
+                },
+            );
+        let entry = ("\\PC{0,40}", any::<u64>(), any::<u32>(), any::<i64>()).prop_map(
+            |(path, size, mode, mtime_ns)| FileEntry {
+                path,
+                size,
+                mode,
+                mtime_ns,
+            },
+        );
         prop_oneof![
             (any::<u16>(), nonce).prop_map(|(version, nonce)| Message::Hello { version, nonce }),
-            (any::<u16>(), nonce).prop_map(|(version, nonce)| Message::Challenge { version, nonce }),
+            (any::<u16>(), nonce)
+                .prop_map(|(version, nonce)| Message::Challenge { version, nonce }),
             mac.prop_map(|mac| Message::Proof { mac }),
             mac.prop_map(|mac| Message::Welcome { mac }),
             params.prop_map(Message::Open),
             any::<u64>().prop_map(|session| Message::Accepted { session }),
-            (any::<u64>(), any::<u16>(), mac).prop_map(|(session, stream, mac)| Message::Attach { session, stream, mac }),
+            (any::<u64>(), any::<u16>(), mac).prop_map(|(session, stream, mac)| Message::Attach {
+                session,
+                stream,
+                mac
+            }),
             any::<u16>().prop_map(|stream| Message::Detach { stream }),
             proptest::collection::vec(entry, 0..8).prop_map(|files| Message::Manifest { files }),
-            (any::<u32>(), any::<u64>(), any::<u32>(), any::<u32>())
-                .prop_map(|(file, offset, len, checksum)| Message::Block { file, offset, len, checksum }),
-            (any::<u32>(), proptest::collection::vec((0u64..1 << 40, 0u64..1 << 40), 0..8)).prop_map(|(file, r)| {
-                Message::Ranges { file, ranges: r.into_iter().map(|(a, b)| (a.min(b), a.max(b))).collect() }
-            }),
+            (any::<u32>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
+                |(file, offset, len, checksum)| Message::Block {
+                    file,
+                    offset,
+                    len,
+                    checksum
+                }
+            ),
+            (
+                any::<u32>(),
+                proptest::collection::vec((0u64..1 << 40, 0u64..1 << 40), 0..8)
+            )
+                .prop_map(|(file, r)| {
+                    Message::Ranges {
+                        file,
+                        ranges: r.into_iter().map(|(a, b)| (a.min(b), a.max(b))).collect(),
+                    }
+                }),
             any::<u64>().prop_map(|bytes| Message::Progress { bytes }),
-            (any::<u16>(), "\\PC{0,80}").prop_map(|(code, message)| Message::Error { code, message }),
+            (any::<u16>(), "\\PC{0,80}")
+                .prop_map(|(code, message)| Message::Error { code, message }),
             any::<u64>().prop_map(|bytes| Message::Close { bytes }),
-            (any::<u32>(), any::<[u8; 32]>()).prop_map(|(file, hash)| Message::Verify { file, hash }),
+            (any::<u32>(), any::<[u8; 32]>())
+                .prop_map(|(file, hash)| Message::Verify { file, hash }),
         ]
     }
 

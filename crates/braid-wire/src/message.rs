@@ -64,26 +64,64 @@ pub struct FileEntry {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {
-    Hello { version: u16, nonce: [u8; 16] },
-    Challenge { version: u16, nonce: [u8; 16] },
-    Proof { mac: [u8; 32] },
-    Welcome { mac: [u8; 32] },
+    Hello {
+        version: u16,
+        nonce: [u8; 16],
+    },
+    Challenge {
+        version: u16,
+        nonce: [u8; 16],
+    },
+    Proof {
+        mac: [u8; 32],
+    },
+    Welcome {
+        mac: [u8; 32],
+    },
     Open(SessionParams),
-    Accepted { session: u64 },
-    Attach { session: u64, stream: u16, mac: [u8; 32] },
-    Detach { stream: u16 },
-    Manifest { files: Vec<FileEntry> },
+    Accepted {
+        session: u64,
+    },
+    Attach {
+        session: u64,
+        stream: u16,
+        mac: [u8; 32],
+    },
+    Detach {
+        stream: u16,
+    },
+    Manifest {
+        files: Vec<FileEntry>,
+    },
     /// `len` bytes of `file` at `offset` follow; `checksum` is their CRC-32C.
-    Block { file: u32, offset: u64, len: u32, checksum: u32 },
+    Block {
+        file: u32,
+        offset: u64,
+        len: u32,
+        checksum: u32,
+    },
     /// Byte ranges [start, end) of `file` the receiver holds (restart markers).
-    Ranges { file: u32, ranges: Vec<(u64, u64)> },
-    Progress { bytes: u64 },
-    Error { code: u16, message: String },
+    Ranges {
+        file: u32,
+        ranges: Vec<(u64, u64)>,
+    },
+    Progress {
+        bytes: u64,
+    },
+    Error {
+        code: u16,
+        message: String,
+    },
     /// The end: the sender's count of payload bytes sent.
-    Close { bytes: u64 },
+    Close {
+        bytes: u64,
+    },
     /// `file`'s whole-content BLAKE3: the sender's once every block is
     /// acknowledged, the receiver's answer once it has checked and published.
-    Verify { file: u32, hash: [u8; 32] },
+    Verify {
+        file: u32,
+        hash: [u8; 32],
+    },
 }
 
 impl Message {

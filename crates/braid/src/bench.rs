@@ -12,7 +12,13 @@ use crate::telemetry::Telemetry;
 const CHUNK: usize = 128 * 1024;
 
 /// Writes until `deadline`; returns the bytes written.
-pub fn send(stream: usize, conn: Conn, deadline: Instant, tel: &Arc<Telemetry>, pacer: Option<&Pacer>) -> u64 {
+pub fn send(
+    stream: usize,
+    conn: Conn,
+    deadline: Instant,
+    tel: &Arc<Telemetry>,
+    pacer: Option<&Pacer>,
+) -> u64 {
     tel.set_socket(stream, conn.stream());
     let Conn { r: _r, mut w } = conn;
     let buf = vec![0u8; CHUNK];

@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -13,7 +12,7 @@ use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLA
 
 use crate::bench;
 use crate::conn::Conn;
-use crate::engine::{self, Abort, Finished, StreamEnd, Streams};
+use crate::engine::{self, Life, StreamEnd};
 use crate::error::{Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
@@ -106,11 +105,16 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let session = accepted(&mut o.ctrl)?;
     let reverse = cfg.params.flags & FLAG_REVERSE != 0;
     let n = cfg.params.streams as usize;
-    let sending = if reverse { None } else { Some(controls(cfg, session)?) };
+    let sending = if reverse {
+        None
+    } else {
+        Some(controls(cfg, session)?)
+    };
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
-    let (abort, done, finished, reconnects) = (Abort::default(), AtomicBool::new(false), Finished::default(), AtomicUsize::new(0));
-    let streams = Streams { n, abort: &abort, done: &done, finished: &finished, reconnects: &reconnects, quiet: cfg.output == Output::Json };
+    let life = Life::default();
+    let streams = life.streams(n, cfg.output == Output::Json);
+    let (abort, done, finished) = (&life.abort, &life.done, &life.finished);
     let duration = Duration::from_millis(cfg.params.duration_ms as u64);
     let deadline = Instant::now() + duration;
     let pacer = cfg.limit_bps.map(Pacer::new);
@@ -124,7 +128,8 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         StreamEnd::Finished
     };
     let peer = thread::scope(|s| -> Result<u64> {
-        let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) = if reverse { &recv_work } else { &send_work };
+        let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) =
+            if reverse { &recv_work } else { &send_work };
         streams.dial(s, &dial, work);
         let r = (|| {
             if reverse {
@@ -132,11 +137,11 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
                     Message::Close { bytes } => bytes,
                     m => return Err(session::unexpected("the end of the bench", &m)),
                 };
-                finished.wait(n, &abort, Duration::from_secs(30));
+                finished.wait(n, abort, Duration::from_secs(30));
                 o.ctrl.send(&Message::Close { bytes: tel.total() })?;
                 Ok(sent)
             } else {
-                finished.wait(n, &abort, duration + Duration::from_secs(30));
+                finished.wait(n, abort, duration + Duration::from_secs(30));
                 o.ctrl.send(&Message::Close { bytes: tel.total() })?;
                 match o.ctrl.recv()? {
                     Message::Close { bytes } => Ok(bytes),
@@ -151,7 +156,11 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         }
         r
     });
-    let mut summary = tel.finish("bench", if reverse { "receiver" } else { "sender" }, mode_name(&cfg.params));
+    let mut summary = tel.finish(
+        "bench",
+        if reverse { "receiver" } else { "sender" },
+        mode_name(&cfg.params),
+    );
     let _ = sampler.join();
     if let Some(e) = abort.take() {
         return Err(e);
@@ -172,7 +181,9 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let mut params = cfg.params.clone();
     params.kind = Kind::Send;
     o.ctrl.send(&Message::Open(params))?;
-    o.ctrl.send(&Message::Manifest { files: files.iter().map(|s| s.entry.clone()).collect() })?;
+    o.ctrl.send(&Message::Manifest {
+        files: files.iter().map(|s| s.entry.clone()).collect(),
+    })?;
     let session = accepted(&mut o.ctrl)?;
     let held = read_ranges(&mut o.ctrl, files.len())?;
     let sending = controls(cfg, session)?;
@@ -183,7 +194,9 @@ fn read_ranges(ctrl: &mut Conn, n: usize) -> Result<Vec<RangeSet>> {
     let mut held = vec![RangeSet::new(); n];
     for _ in 0..n {
         match ctrl.recv()? {
-            Message::Ranges { file, ranges } if (file as usize) < n => held[file as usize] = RangeSet::from_ranges(&ranges),
+            Message::Ranges { file, ranges } if (file as usize) < n => {
+                held[file as usize] = RangeSet::from_ranges(&ranges)
+            }
             m => return Err(session::unexpected("the receiver's ranges", &m)),
         }
     }
@@ -202,16 +215,34 @@ fn run_sender(
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let (tx, rx) = engine::events();
-    let shared = SendShared::new(files, held, cfg.params.block_size, n, tx.clone(), tel.clone(), cfg.limit_bps)?;
+    let shared = SendShared::new(
+        files,
+        held,
+        cfg.params.block_size,
+        n,
+        tx.clone(),
+        tel.clone(),
+        cfg.limit_bps,
+    )?;
     let sampler = tel.spawn_sampler(cfg.interval);
-    let (abort, done, finished, reconnects) = (Abort::default(), AtomicBool::new(false), Finished::default(), AtomicUsize::new(0));
-    let streams = Streams { n, abort: &abort, done: &done, finished: &finished, reconnects: &reconnects, quiet: cfg.output == Output::Json };
+    let life = Life::default();
+    let streams = life.streams(n, cfg.output == Output::Json);
+    let (abort, done) = (&life.abort, &life.done);
     let Opened { ctrl, key, addr } = o;
     let dial = dialer(cfg, addr, key, session, sending);
     let work = engine::send_work(&shared);
     let r = thread::scope(|s| {
         streams.dial(s, &dial, &work);
-        let r = engine::drive_sender(ctrl, files, tx, rx, &shared, &abort, &done, cfg.output == Output::Json);
+        let r = engine::drive_sender(
+            ctrl,
+            files,
+            tx,
+            rx,
+            &shared,
+            abort,
+            done,
+            cfg.output == Output::Json,
+        );
         if r.is_err() {
             abort.stop();
             shared.abort();
@@ -231,13 +262,24 @@ fn run_sender(
 /// `braid get`: files and directories below the server's root into `local`.
 pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     if !local.is_dir() {
-        return Err(Error::Usage(format!("{} is not a directory", local.display())));
+        return Err(Error::Usage(format!(
+            "{} is not a directory",
+            local.display()
+        )));
     }
     let mut o = open(cfg)?;
     let mut params = cfg.params.clone();
     params.kind = Kind::Get;
     o.ctrl.send(&Message::Open(params))?;
-    let wanted = remote.iter().map(|p| FileEntry { path: p.clone(), size: 0, mode: 0, mtime_ns: 0 }).collect();
+    let wanted = remote
+        .iter()
+        .map(|p| FileEntry {
+            path: p.clone(),
+            size: 0,
+            mode: 0,
+            mtime_ns: 0,
+        })
+        .collect();
     o.ctrl.send(&Message::Manifest { files: wanted })?;
     let session = accepted(&mut o.ctrl)?;
     let files = match o.ctrl.recv()? {
@@ -255,18 +297,22 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         }
     };
     for (i, r) in shared.held().into_iter().enumerate() {
-        o.ctrl.send(&Message::Ranges { file: i as u32, ranges: r })?;
+        o.ctrl.send(&Message::Ranges {
+            file: i as u32,
+            ranges: r,
+        })?;
     }
     let sampler = tel.spawn_sampler(cfg.interval);
-    let (abort, done, finished, reconnects) = (Abort::default(), AtomicBool::new(false), Finished::default(), AtomicUsize::new(0));
-    let streams = Streams { n, abort: &abort, done: &done, finished: &finished, reconnects: &reconnects, quiet: cfg.output == Output::Json };
+    let life = Life::default();
+    let streams = life.streams(n, cfg.output == Output::Json);
+    let (abort, done) = (&life.abort, &life.done);
     let dial = dialer(cfg, o.addr, o.key, session, None);
     let Conn { r, w } = o.ctrl;
     let w = Mutex::new(w);
     let work = engine::receive_work(&shared, &w);
     let res = thread::scope(|s| {
         streams.dial(s, &dial, &work);
-        engine::drive_receiver(r, &w, &shared, &abort, &done)
+        engine::drive_receiver(r, &w, &shared, abort, done)
     });
     let mut summary = tel.finish("get", "receiver", mode_name(&cfg.params));
     let _ = sampler.join();

@@ -29,11 +29,22 @@ pub struct FrameWriter {
 
 impl Conn {
     pub fn new(stream: TcpStream) -> io::Result<Self> {
-        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "peer".into());
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "peer".into());
         let writer = stream.try_clone()?;
         Ok(Conn {
-            r: FrameReader { reader: BufReader::with_capacity(256 * 1024, stream), frame: Vec::new(), peer: peer.clone() },
-            w: FrameWriter { writer, out: Vec::new(), peer },
+            r: FrameReader {
+                reader: BufReader::with_capacity(256 * 1024, stream),
+                frame: Vec::new(),
+                peer: peer.clone(),
+            },
+            w: FrameWriter {
+                writer,
+                out: Vec::new(),
+                peer,
+            },
         })
     }
 
@@ -67,7 +78,9 @@ impl FrameWriter {
     pub fn send(&mut self, m: &Message) -> Result<()> {
         self.out.clear();
         encode(m, &mut self.out);
-        self.writer.write_all(&self.out).map_err(|e| Error::connect(format!("sending to {}", self.peer), e))
+        self.writer
+            .write_all(&self.out)
+            .map_err(|e| Error::connect(format!("sending to {}", self.peer), e))
     }
 
     /// Sends a frame and `data` right behind it (a block).
@@ -75,7 +88,8 @@ impl FrameWriter {
         self.out.clear();
         encode(m, &mut self.out);
         let bufs = [io::IoSlice::new(&self.out), io::IoSlice::new(data)];
-        write_all_vectored(&mut self.writer, &bufs).map_err(|e| Error::connect(format!("sending to {}", self.peer), e))
+        write_all_vectored(&mut self.writer, &bufs)
+            .map_err(|e| Error::connect(format!("sending to {}", self.peer), e))
     }
 
     /// Raw bytes (bench data).
@@ -101,20 +115,33 @@ impl FrameReader {
         match read_full(&mut self.reader, &mut len) {
             Ok(0) => return Ok(None),
             Ok(4) => {}
-            Ok(_) => return Err(Error::Protocol(format!("{} closed the connection inside a frame", self.peer))),
+            Ok(_) => {
+                return Err(Error::Protocol(format!(
+                    "{} closed the connection inside a frame",
+                    self.peer
+                )))
+            }
             Err(e) => return Err(Error::connect(format!("receiving from {}", self.peer), e)),
         }
         let n = u32::from_be_bytes(len);
         if n == 0 || n > MAX_FRAME {
-            return Err(Error::Protocol(format!("{} sent a frame of length {n}", self.peer)));
+            return Err(Error::Protocol(format!(
+                "{} sent a frame of length {n}",
+                self.peer
+            )));
         }
         self.frame.clear();
         self.frame.extend_from_slice(&len);
         self.frame.resize(4 + n as usize, 0);
-        self.reader.read_exact(&mut self.frame[4..]).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => Error::Protocol(format!("{} closed the connection inside a frame", self.peer)),
-            _ => Error::connect(format!("receiving from {}", self.peer), e),
-        })?;
+        self.reader
+            .read_exact(&mut self.frame[4..])
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::UnexpectedEof => Error::Protocol(format!(
+                    "{} closed the connection inside a frame",
+                    self.peer
+                )),
+                _ => Error::connect(format!("receiving from {}", self.peer), e),
+            })?;
         match decode(&self.frame) {
             Ok(Some((m, _))) => Ok(Some(m)),
             Ok(None) => unreachable!("a whole frame was read"),
@@ -137,7 +164,9 @@ impl FrameReader {
 
     /// The raw bytes that follow a block header.
     pub fn read_data(&mut self, buf: &mut [u8]) -> Result<()> {
-        self.reader.read_exact(buf).map_err(|e| Error::connect(format!("receiving data from {}", self.peer), e))
+        self.reader
+            .read_exact(buf)
+            .map_err(|e| Error::connect(format!("receiving data from {}", self.peer), e))
     }
 
     /// Reads up to `buf.len()` raw bytes; 0 at the end of the stream.
@@ -193,11 +222,26 @@ mod tests {
         let t = std::thread::spawn(move || {
             let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
             let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
-            c.w.send_with(&Message::Block { file: 1, offset: 0, len: data.len() as u32, checksum: 9 }, &data).unwrap();
-            c.send(&Message::Error { code: 404, message: "nope".into() }).unwrap();
+            c.w.send_with(
+                &Message::Block {
+                    file: 1,
+                    offset: 0,
+                    len: data.len() as u32,
+                    checksum: 9,
+                },
+                &data,
+            )
+            .unwrap();
+            c.send(&Message::Error {
+                code: 404,
+                message: "nope".into(),
+            })
+            .unwrap();
         });
         let mut c = Conn::new(l.accept().unwrap().0).unwrap();
-        let Message::Block { len, .. } = c.recv().unwrap() else { panic!("not a block") };
+        let Message::Block { len, .. } = c.recv().unwrap() else {
+            panic!("not a block")
+        };
         let mut buf = vec![0; len as usize];
         c.r.read_data(&mut buf).unwrap();
         assert!(buf.iter().enumerate().all(|(i, b)| *b == i as u8));

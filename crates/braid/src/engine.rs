@@ -79,9 +79,35 @@ impl Finished {
             if abort.is_set() || Instant::now() >= end {
                 return false;
             }
-            got = self.cv.wait_timeout(got, Duration::from_millis(100)).unwrap().0;
+            got = self
+                .cv
+                .wait_timeout(got, Duration::from_millis(100))
+                .unwrap()
+                .0;
         }
         true
+    }
+}
+
+/// A session's shared flags and counters, owned for the session's length.
+#[derive(Default)]
+pub struct Life {
+    pub abort: Abort,
+    pub done: AtomicBool,
+    pub finished: Finished,
+    pub reconnects: AtomicUsize,
+}
+
+impl Life {
+    pub fn streams(&self, n: usize, quiet: bool) -> Streams<'_> {
+        Streams {
+            n,
+            abort: &self.abort,
+            done: &self.done,
+            finished: &self.finished,
+            reconnects: &self.reconnects,
+            quiet,
+        }
     }
 }
 
@@ -124,11 +150,17 @@ impl Streams<'_> {
                             self.abort.fail(e);
                             break;
                         }
-                        StreamEnd::Lost(_) if self.done.load(Ordering::SeqCst) || self.abort.is_set() => break,
+                        StreamEnd::Lost(_)
+                            if self.done.load(Ordering::SeqCst) || self.abort.is_set() =>
+                        {
+                            break
+                        }
                         StreamEnd::Lost(why) => {
                             failures += 1;
                             if failures > REDIALS {
-                                self.abort.fail(Error::Protocol(format!("stream {i} failed {REDIALS} times in a row: {why}")));
+                                self.abort.fail(Error::Protocol(format!(
+                                    "stream {i} failed {REDIALS} times in a row: {why}"
+                                )));
                                 break;
                             }
                             self.note(format!("stream {i} lost ({why}); reconnecting"));
@@ -160,7 +192,10 @@ impl Streams<'_> {
                 let i = i as usize;
                 if i >= self.n {
                     let mut conn = conn;
-                    conn.send_error(&Error::Protocol(format!("stream {i} of a session of {}", self.n)));
+                    conn.send_error(&Error::Protocol(format!(
+                        "stream {i} of a session of {}",
+                        self.n
+                    )));
                     continue;
                 }
                 if seen[i] {
@@ -172,7 +207,9 @@ impl Streams<'_> {
                     StreamEnd::Fatal(e) => self.abort.fail(e),
                     StreamEnd::Lost(why) => {
                         if !self.done.load(Ordering::SeqCst) {
-                            self.note(format!("stream {i} lost ({why}); waiting for the peer to reconnect"));
+                            self.note(format!(
+                                "stream {i} lost ({why}); waiting for the peer to reconnect"
+                            ));
                         }
                     }
                 });
@@ -194,7 +231,10 @@ pub fn send_work(shared: &Arc<SendShared>) -> impl Fn(usize, Conn) -> StreamEnd 
 }
 
 /// The receiving end's stream work.
-pub fn receive_work<'a>(shared: &'a RecvShared, ctrl: &'a Mutex<FrameWriter>) -> impl Fn(usize, Conn) -> StreamEnd + Sync + 'a {
+pub fn receive_work<'a>(
+    shared: &'a RecvShared,
+    ctrl: &'a Mutex<FrameWriter>,
+) -> impl Fn(usize, Conn) -> StreamEnd + Sync + 'a {
     move |i, conn| match receive::worker(i, conn, shared) {
         Ended::Detached => StreamEnd::Finished,
         Ended::Lost(e) => StreamEnd::Lost(e.to_string()),
@@ -216,6 +256,7 @@ pub fn shut_all(tel: &crate::telemetry::Telemetry) {
 /// The sending end's control loop: a file is announced as verified-ready
 /// (`Verify`) once all its blocks are acknowledged and its hash is known;
 /// the session ends with `Close` once the receiver has confirmed every file.
+#[allow(clippy::too_many_arguments)] // the session's parts, each owned elsewhere
 pub fn drive_sender(
     ctrl: Conn,
     sources: &[Source],
@@ -255,7 +296,9 @@ pub fn drive_sender(
                 }
                 continue;
             }
-            Err(RecvTimeoutError::Disconnected) => return Err(Error::Protocol("the session's event channel closed".into())),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::Protocol("the session's event channel closed".into()))
+            }
         };
         let f = match ev {
             Event::Acked(f) => {
@@ -266,7 +309,12 @@ pub fn drive_sender(
                 hashes[f as usize] = Some(h);
                 f
             }
-            Event::HashFailed(_, why) => return fail(&mut w, Error::io(why, std::io::Error::other("source changed"))),
+            Event::HashFailed(_, why) => {
+                return fail(
+                    &mut w,
+                    Error::io(why, std::io::Error::other("source changed")),
+                )
+            }
             Event::StreamLost(i, why) => {
                 if !quiet {
                     eprintln!("braid: stream {i} lost ({why}); its blocks go to the others");
@@ -276,10 +324,21 @@ pub fn drive_sender(
             Event::Control(Ok(Message::Verify { file, hash })) => {
                 let ours = hashes.get(file as usize).copied().flatten();
                 if !announced.get(file as usize).copied().unwrap_or(false) || ours.is_none() {
-                    return fail(&mut w, Error::Protocol(format!("the receiver verified file {file} before it was announced")));
+                    return fail(
+                        &mut w,
+                        Error::Protocol(format!(
+                            "the receiver verified file {file} before it was announced"
+                        )),
+                    );
                 }
                 if ours != Some(hash) {
-                    return fail(&mut w, Error::Verify(format!("{}: the receiver's BLAKE3 differs", sources[file as usize].entry.path)));
+                    return fail(
+                        &mut w,
+                        Error::Verify(format!(
+                            "{}: the receiver's BLAKE3 differs",
+                            sources[file as usize].entry.path
+                        )),
+                    );
                 }
                 verified += 1;
                 continue;
@@ -306,7 +365,11 @@ pub fn drive_sender(
             Ok(Event::Control(Ok(Message::Close { bytes }))) => return Ok(bytes),
             Ok(Event::Control(Err(e))) => return Err(e),
             Ok(_) => {}
-            Err(_) => return Err(Error::Protocol("the receiver did not confirm the end".into())),
+            Err(_) => {
+                return Err(Error::Protocol(
+                    "the receiver did not confirm the end".into(),
+                ))
+            }
         }
     }
 }
@@ -343,7 +406,10 @@ pub fn drive_receiver(
             };
             match m {
                 Message::Verify { file, hash } => match shared.verify(file, &hash) {
-                    Ok(ours) => w.lock().unwrap().send(&Message::Verify { file, hash: ours })?,
+                    Ok(ours) => w
+                        .lock()
+                        .unwrap()
+                        .send(&Message::Verify { file, hash: ours })?,
                     Err(e) => {
                         w.lock().unwrap().send_error(&e);
                         return Err(e);
@@ -351,7 +417,9 @@ pub fn drive_receiver(
                 },
                 Message::Close { .. } => {
                     if !shared.all_published() {
-                        return Err(Error::Protocol("the sender closed before every file was verified".into()));
+                        return Err(Error::Protocol(
+                            "the sender closed before every file was verified".into(),
+                        ));
                     }
                     done.store(true, Ordering::SeqCst);
                     let got = shared.tel.total();
@@ -370,7 +438,9 @@ pub fn drive_receiver(
         // Whatever is on disk stays useful for --resume, unless the data is bad.
         match &result {
             Err(Error::Verify(_)) => shared.discard_all(),
-            Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOSPC) => shared.discard_all(),
+            Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOSPC) => {
+                shared.discard_all()
+            }
             _ => {
                 let _ = shared.sync_journals();
             }

@@ -62,11 +62,17 @@ pub mod code {
 
 impl Error {
     pub fn io(what: impl Into<String>, source: io::Error) -> Self {
-        Error::Io { what: what.into(), source }
+        Error::Io {
+            what: what.into(),
+            source,
+        }
     }
 
     pub fn connect(what: impl Into<String>, source: io::Error) -> Self {
-        Error::Connect { what: what.into(), source }
+        Error::Connect {
+            what: what.into(),
+            source,
+        }
     }
 
     pub fn exit_code(&self) -> u8 {
@@ -89,7 +95,9 @@ impl Error {
             Error::Usage(_) | Error::Protocol(_) => code::BAD_REQUEST,
             Error::Auth(_) => code::AUTH,
             Error::Verify(_) => code::VERIFY,
-            Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => code::NO_SPACE,
+            Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
+                code::NO_SPACE
+            }
             Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => code::NOT_FOUND,
             Error::Remote { code, .. } => *code,
             _ => code::IO,

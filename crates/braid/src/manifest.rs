@@ -24,7 +24,8 @@ pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<Strin
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for src in sources {
-        let meta = fs::metadata(src).map_err(|e| Error::io(format!("reading {}", src.display()), e))?;
+        let meta =
+            fs::metadata(src).map_err(|e| Error::io(format!("reading {}", src.display()), e))?;
         let name = src
             .file_name()
             .and_then(|n| n.to_str())
@@ -35,23 +36,33 @@ pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<Strin
         } else if meta.is_file() {
             out.push(source(src, &top, &meta));
         } else {
-            return Err(Error::Usage(format!("{} is neither a file nor a directory", src.display())));
+            return Err(Error::Usage(format!(
+                "{} is neither a file nor a directory",
+                src.display()
+            )));
         }
     }
     for s in &out {
-        pathsafe::components(&s.entry.path).map_err(|e| Error::Usage(format!("cannot send {}: {e}", s.local.display())))?;
+        pathsafe::components(&s.entry.path)
+            .map_err(|e| Error::Usage(format!("cannot send {}: {e}", s.local.display())))?;
     }
     let mut seen = std::collections::HashSet::new();
     for s in &out {
         if !seen.insert(&s.entry.path) {
-            return Err(Error::Usage(format!("two sources would both be written as {}", s.entry.path)));
+            return Err(Error::Usage(format!(
+                "two sources would both be written as {}",
+                s.entry.path
+            )));
         }
     }
     Ok((out, skipped))
 }
 
 fn join(prefix: &str, name: &str) -> String {
-    let prefix: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let prefix: Vec<&str> = prefix
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     let prefix = prefix.join("/");
     if prefix.is_empty() {
         name.to_owned()
@@ -87,7 +98,8 @@ fn walk(dir: &Path, path: &str, out: &mut Vec<Source>, skipped: &mut Vec<String>
         if pathsafe::is_internal(&name) {
             continue;
         }
-        let meta = fs::symlink_metadata(&local).map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
+        let meta = fs::symlink_metadata(&local)
+            .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
         let p = join(path, &name);
         if meta.file_type().is_symlink() {
             skipped.push(format!("{}: a symbolic link", local.display()));
@@ -107,16 +119,22 @@ fn walk(dir: &Path, path: &str, out: &mut Vec<Source>, skipped: &mut Vec<String>
 pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>> {
     let mut locals = Vec::new();
     for r in requested {
-        let parts = pathsafe::components(r).map_err(|e| forbidden(format!("refusing {r:?}: {e}")))?;
+        let parts =
+            pathsafe::components(r).map_err(|e| forbidden(format!("refusing {r:?}: {e}")))?;
         let mut at = root.to_path_buf();
         for p in &parts {
             at.push(p);
             let meta = fs::symlink_metadata(&at).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => Error::Remote { code: code::NOT_FOUND, message: format!("{r} does not exist") },
+                std::io::ErrorKind::NotFound => Error::Remote {
+                    code: code::NOT_FOUND,
+                    message: format!("{r} does not exist"),
+                },
                 _ => Error::io(format!("reading {}", at.display()), e),
             })?;
             if meta.file_type().is_symlink() {
-                return Err(forbidden(format!("refusing {r:?}: it goes through a symbolic link")));
+                return Err(forbidden(format!(
+                    "refusing {r:?}: it goes through a symbolic link"
+                )));
             }
         }
         locals.push(at);
@@ -125,7 +143,10 @@ pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>>
 }
 
 fn forbidden(message: String) -> Error {
-    Error::Remote { code: code::FORBIDDEN_PATH, message }
+    Error::Remote {
+        code: code::FORBIDDEN_PATH,
+        message,
+    }
 }
 
 #[cfg(test)]
@@ -142,8 +163,18 @@ mod tests {
         fs::write(top.join("b/y"), b"yyy").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", top.join("link")).unwrap();
         let (files, skipped) = list(&[top.clone()], "./dest/").unwrap();
-        let paths: Vec<_> = files.iter().map(|s| (s.entry.path.as_str(), s.entry.size)).collect();
-        assert_eq!(paths, vec![("dest/tree/a.txt", 2), ("dest/tree/b/c/z", 0), ("dest/tree/b/y", 3)]);
+        let paths: Vec<_> = files
+            .iter()
+            .map(|s| (s.entry.path.as_str(), s.entry.size))
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                ("dest/tree/a.txt", 2),
+                ("dest/tree/b/c/z", 0),
+                ("dest/tree/b/y", 3)
+            ]
+        );
         assert_eq!(skipped.len(), 1);
         assert!(skipped[0].contains("symbolic link"));
     }
@@ -156,11 +187,31 @@ mod tests {
         fs::write(root.join("pub/f"), b"x").unwrap();
         fs::write(d.path().join("secret"), b"s").unwrap();
         std::os::unix::fs::symlink(d.path().join("secret"), root.join("pub/escape")).unwrap();
-        assert_eq!(resolve_request(&root, &["pub/f".into()]).unwrap()[0].entry.path, "f");
+        assert_eq!(
+            resolve_request(&root, &["pub/f".into()]).unwrap()[0]
+                .entry
+                .path,
+            "f"
+        );
         for bad in ["../secret", "/etc/passwd", "pub/escape"] {
             let e = resolve_request(&root, &[bad.into()]).unwrap_err();
-            assert!(matches!(e, Error::Remote { code: code::FORBIDDEN_PATH, .. }), "{bad}: {e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Remote {
+                        code: code::FORBIDDEN_PATH,
+                        ..
+                    }
+                ),
+                "{bad}: {e}"
+            );
         }
-        assert!(matches!(resolve_request(&root, &["nope".into()]), Err(Error::Remote { code: code::NOT_FOUND, .. })));
+        assert!(matches!(
+            resolve_request(&root, &["nope".into()]),
+            Err(Error::Remote {
+                code: code::NOT_FOUND,
+                ..
+            })
+        ));
     }
 }

@@ -15,7 +15,10 @@ const BURST: Duration = Duration::from_millis(10);
 
 impl Pacer {
     pub fn new(bits_per_sec: u64) -> Self {
-        Pacer { bytes_per_sec: bits_per_sec as f64 / 8.0, next: Mutex::new(None) }
+        Pacer {
+            bytes_per_sec: bits_per_sec as f64 / 8.0,
+            next: Mutex::new(None),
+        }
     }
 
     /// Reserves `n` bytes at `now`; returns how long to wait before sending them.
@@ -53,7 +56,10 @@ mod tests {
         }
         // 10 s of sending, less the burst allowance.
         let want = Duration::from_secs(10) - 2 * BURST;
-        assert!(last.abs_diff(want) < Duration::from_millis(1), "{last:?} vs {want:?}");
+        assert!(
+            last.abs_diff(want) < Duration::from_millis(1),
+            "{last:?} vs {want:?}"
+        );
     }
 
     #[test]

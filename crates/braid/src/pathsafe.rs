@@ -17,7 +17,9 @@ pub fn components(path: &str) -> Result<Vec<&str>, String> {
         match *p {
             "" => return Err(format!("{path:?} has an empty component")),
             "." | ".." => return Err(format!("{path:?} has a {p:?} component")),
-            _ if p.len() > 255 => return Err(format!("{path:?} has a component longer than 255 bytes")),
+            _ if p.len() > 255 => {
+                return Err(format!("{path:?} has a component longer than 255 bytes"))
+            }
             _ => {}
         }
     }
@@ -49,7 +51,10 @@ mod tests {
             let e = components(p).unwrap_err();
             assert!(e.contains(why), "{p:?}: {e}");
         }
-        assert_eq!(components("dir/sub/file.bin").unwrap(), vec!["dir", "sub", "file.bin"]);
+        assert_eq!(
+            components("dir/sub/file.bin").unwrap(),
+            vec!["dir", "sub", "file.bin"]
+        );
         assert_eq!(components("..hidden").unwrap(), vec!["..hidden"]);
     }
 }

@@ -19,7 +19,10 @@ pub struct StreamControl {
 /// Checks what a client asks for; the message names the bad field.
 pub fn check(p: &SessionParams) -> Result<(), String> {
     if p.streams == 0 || p.streams > MAX_STREAMS {
-        return Err(format!("{} streams is out of range: 1..={MAX_STREAMS}", p.streams));
+        return Err(format!(
+            "{} streams is out of range: 1..={MAX_STREAMS}",
+            p.streams
+        ));
     }
     if !BLOCK_SIZES.contains(&p.block_size) {
         return Err(format!(
@@ -36,28 +39,41 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
         return Err(format!("{:?} is not a congestion control name", p.cc));
     }
     match p.mode {
-        Mode::Single if p.streams != 1 => Err(format!("single mode is one stream, not {}", p.streams)),
-        Mode::Combined => braid_cc::check_frac_cwnd(p.frac_cwnd as u32).map(|_| ()).map_err(|e| e.to_string()),
-        Mode::Tcpp => Strength::from_milli(p.strength_milli).map(|_| ()).map_err(|e| e.to_string()),
+        Mode::Single if p.streams != 1 => {
+            Err(format!("single mode is one stream, not {}", p.streams))
+        }
+        Mode::Combined => braid_cc::check_frac_cwnd(p.frac_cwnd as u32)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Mode::Tcpp => Strength::from_milli(p.strength_milli)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
         _ => Ok(()),
     }
 }
 
 /// Every stream's control for a session whose TCP-P group is `group`.
 pub fn stream_controls(p: &SessionParams, group: u64) -> Vec<StreamControl> {
-    let named = |cc: &str, settings| StreamControl { cc: Some(cc.to_owned()), settings };
+    let named = |cc: &str, settings| StreamControl {
+        cc: Some(cc.to_owned()),
+        settings,
+    };
     (0..p.streams)
         .map(|i| match p.mode {
-            Mode::Single | Mode::Parallel if p.cc.is_empty() => {
-                StreamControl { cc: None, settings: SocketSettings::default() }
-            }
+            Mode::Single | Mode::Parallel if p.cc.is_empty() => StreamControl {
+                cc: None,
+                settings: SocketSettings::default(),
+            },
             Mode::Single | Mode::Parallel => named(&p.cc, SocketSettings::default()),
             // Hacker 2004: stream 0 is an ordinary Reno flow, the others grow
             // as if their RTT were m times longer.
             Mode::Combined if i == 0 => named("reno", SocketSettings::default()),
             Mode::Combined => named(
                 "braid_frac",
-                SocketSettings { frac_cwnd: Some(p.frac_cwnd as u32), ..SocketSettings::default() },
+                SocketSettings {
+                    frac_cwnd: Some(p.frac_cwnd as u32),
+                    ..SocketSettings::default()
+                },
             ),
             Mode::Tcpp => named(
                 "braid_tcpp",
@@ -115,13 +131,19 @@ mod tests {
         let mut p = params(Mode::Parallel, 2);
         assert!(stream_controls(&p, 0).iter().all(|s| s.cc.is_none()));
         p.cc = "cubic".into();
-        assert!(stream_controls(&p, 0).iter().all(|s| s.cc.as_deref() == Some("cubic")));
+        assert!(stream_controls(&p, 0)
+            .iter()
+            .all(|s| s.cc.as_deref() == Some("cubic")));
     }
 
     #[test]
     fn bad_parameters_are_named() {
-        assert!(check(&params(Mode::Single, 2)).unwrap_err().contains("single mode"));
-        assert!(check(&params(Mode::Parallel, 0)).unwrap_err().contains("streams"));
+        assert!(check(&params(Mode::Single, 2))
+            .unwrap_err()
+            .contains("single mode"));
+        assert!(check(&params(Mode::Parallel, 0))
+            .unwrap_err()
+            .contains("streams"));
         let mut p = params(Mode::Combined, 5);
         p.frac_cwnd = 0;
         assert!(check(&p).unwrap_err().contains("frac_cwnd"));

@@ -66,14 +66,21 @@ fn make_parents(root: &Path, parts: &[&str]) -> Result<PathBuf> {
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(Error::Remote {
                     code: code::FORBIDDEN_PATH,
-                    message: format!("{} is a symbolic link; braid does not write through links", at.display()),
+                    message: format!(
+                        "{} is a symbolic link; braid does not write through links",
+                        at.display()
+                    ),
                 })
             }
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(Error::Usage(format!("{} exists and is not a directory", at.display()))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir(&at).map_err(|e| Error::io(format!("creating {}", at.display()), e))?
+            Ok(_) => {
+                return Err(Error::Usage(format!(
+                    "{} exists and is not a directory",
+                    at.display()
+                )))
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir(&at)
+                .map_err(|e| Error::io(format!("creating {}", at.display()), e))?,
             Err(e) => return Err(Error::io(format!("reading {}", at.display()), e)),
         }
     }
@@ -84,11 +91,16 @@ impl Incoming {
     /// Prepares a file of the manifest: checks its path, makes its directory,
     /// and either picks up a journal (resume) or preallocates a fresh part file.
     fn open(root: &Path, entry: &FileEntry, resume: bool) -> Result<Incoming> {
-        let parts = pathsafe::components(&entry.path)
-            .map_err(|e| Error::Remote { code: code::FORBIDDEN_PATH, message: format!("refusing {:?}: {e}", entry.path) })?;
+        let parts = pathsafe::components(&entry.path).map_err(|e| Error::Remote {
+            code: code::FORBIDDEN_PATH,
+            message: format!("refusing {:?}: {e}", entry.path),
+        })?;
         let name = parts[parts.len() - 1];
         if pathsafe::is_internal(name) {
-            return Err(Error::Remote { code: code::FORBIDDEN_PATH, message: format!("refusing {:?}: a braid temporary name", entry.path) });
+            return Err(Error::Remote {
+                code: code::FORBIDDEN_PATH,
+                message: format!("refusing {:?}: a braid temporary name", entry.path),
+            });
         }
         let dir = make_parents(root, &parts)?;
         let dest = dir.join(name);
@@ -145,11 +157,21 @@ impl Incoming {
         if entry.size > 0 {
             // Claim the space now: a full disk shows up before any data moves.
             // SAFETY: fallocate on an fd we own, with in-range arguments.
-            let rc = unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, entry.size as libc::off_t) };
+            let rc = unsafe {
+                libc::fallocate(
+                    std::os::fd::AsRawFd::as_raw_fd(&file),
+                    0,
+                    0,
+                    entry.size as libc::off_t,
+                )
+            };
             if rc != 0 {
                 let e = io::Error::last_os_error();
                 let _ = fs::remove_file(&f.part);
-                return Err(Error::io(format!("allocating {} bytes for {}", entry.size, f.dest.display()), e));
+                return Err(Error::io(
+                    format!("allocating {} bytes for {}", entry.size, f.dest.display()),
+                    e,
+                ));
             }
         }
         f.file = Some(file);
@@ -158,8 +180,14 @@ impl Incoming {
 
     fn read_journal(&self) -> Option<Vec<(u64, u64)>> {
         let j: Journal = serde_json::from_slice(&fs::read(&self.journal).ok()?).ok()?;
-        let part_len = fs::symlink_metadata(&self.part).ok().filter(|m| m.is_file())?.len();
-        (j.version == JOURNAL_VERSION && j.size == self.entry.size && j.mtime_ns == self.entry.mtime_ns && part_len == j.size)
+        let part_len = fs::symlink_metadata(&self.part)
+            .ok()
+            .filter(|m| m.is_file())?
+            .len();
+        (j.version == JOURNAL_VERSION
+            && j.size == self.entry.size
+            && j.mtime_ns == self.entry.mtime_ns
+            && part_len == j.size)
             .then_some(j.ranges)
             .filter(|r| r.iter().all(|&(a, b)| a <= b && b <= self.entry.size))
     }
@@ -171,7 +199,8 @@ impl Incoming {
             return Ok(());
         }
         if let Some(f) = &self.file {
-            f.sync_data().map_err(|e| Error::io(format!("syncing {}", self.part.display()), e))?;
+            f.sync_data()
+                .map_err(|e| Error::io(format!("syncing {}", self.part.display()), e))?;
         }
         let j = Journal {
             version: JOURNAL_VERSION,
@@ -190,7 +219,10 @@ impl Incoming {
     /// Checks the whole file against the sender's hash and publishes it.
     fn verify_and_publish(&mut self, theirs: &[u8; 32]) -> Result<[u8; 32]> {
         if self.published {
-            return Err(Error::Protocol(format!("{} was verified already", self.entry.path)));
+            return Err(Error::Protocol(format!(
+                "{} was verified already",
+                self.entry.path
+            )));
         }
         if !self.held.is_complete(self.entry.size) {
             return Err(Error::Protocol(format!(
@@ -200,7 +232,11 @@ impl Incoming {
                 self.entry.size
             )));
         }
-        let target = if self.existing { &self.dest } else { &self.part };
+        let target = if self.existing {
+            &self.dest
+        } else {
+            &self.part
+        };
         let ours = hash_path(target)?;
         if &ours != theirs {
             if !self.existing {
@@ -216,10 +252,15 @@ impl Incoming {
         if !self.existing {
             let f = self.file.take().expect("a part file is open");
             f.set_permissions(fs::Permissions::from_mode(self.entry.mode & 0o7777))
-                .map_err(|e| Error::io(format!("setting the mode of {}", self.part.display()), e))?;
+                .map_err(|e| {
+                    Error::io(format!("setting the mode of {}", self.part.display()), e)
+                })?;
             let mtime = UNIX_EPOCH + Duration::from_nanos(self.entry.mtime_ns.max(0) as u64);
-            f.set_modified(mtime).map_err(|e| Error::io(format!("setting the mtime of {}", self.part.display()), e))?;
-            f.sync_all().map_err(|e| Error::io(format!("syncing {}", self.part.display()), e))?;
+            f.set_modified(mtime).map_err(|e| {
+                Error::io(format!("setting the mtime of {}", self.part.display()), e)
+            })?;
+            f.sync_all()
+                .map_err(|e| Error::io(format!("syncing {}", self.part.display()), e))?;
             fs::rename(&self.part, &self.dest)
                 .map_err(|e| Error::io(format!("publishing {}", self.dest.display()), e))?;
             let _ = fs::remove_file(&self.journal);
@@ -248,7 +289,9 @@ fn hash_path(p: &Path) -> Result<[u8; 32]> {
     let mut h = blake3::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
         if n == 0 {
             break;
         }
@@ -264,7 +307,13 @@ pub fn hex(b: &[u8]) -> String {
 impl RecvShared {
     /// Prepares every file of the manifest below `root`. On an error, the
     /// part files made so far are removed again.
-    pub fn new(root: &Path, manifest: &[FileEntry], resume: bool, block_size: u32, tel: Arc<Telemetry>) -> Result<Arc<Self>> {
+    pub fn new(
+        root: &Path,
+        manifest: &[FileEntry],
+        resume: bool,
+        block_size: u32,
+        tel: Arc<Telemetry>,
+    ) -> Result<Arc<Self>> {
         let mut files: Vec<Incoming> = Vec::with_capacity(manifest.len());
         let mut seen = std::collections::HashSet::new();
         for e in manifest {
@@ -272,7 +321,10 @@ impl RecvShared {
                 for f in &mut files {
                     f.discard();
                 }
-                return Err(Error::Protocol(format!("the manifest names {} twice", e.path)));
+                return Err(Error::Protocol(format!(
+                    "the manifest names {} twice",
+                    e.path
+                )));
             }
             match Incoming::open(root, e, resume) {
                 Ok(f) => files.push(f),
@@ -286,7 +338,10 @@ impl RecvShared {
                 }
             }
         }
-        let expected = files.iter().map(|f| f.entry.size - f.held.covered().min(f.entry.size)).sum();
+        let expected = files
+            .iter()
+            .map(|f| f.entry.size - f.held.covered().min(f.entry.size))
+            .sum();
         tel.expected.store(expected, Ordering::Relaxed);
         Ok(Arc::new(RecvShared {
             files: files.into_iter().map(Mutex::new).collect(),
@@ -298,7 +353,10 @@ impl RecvShared {
 
     /// What the receiver holds of each file, for the sender's `Ranges`.
     pub fn held(&self) -> Vec<Vec<(u64, u64)>> {
-        self.files.iter().map(|f| f.lock().unwrap().held.as_slice().to_vec()).collect()
+        self.files
+            .iter()
+            .map(|f| f.lock().unwrap().held.as_slice().to_vec())
+            .collect()
     }
 
     /// Records every file's progress in its journal.
@@ -310,10 +368,12 @@ impl RecvShared {
     }
 
     pub fn verify(&self, file: u32, theirs: &[u8; 32]) -> Result<[u8; 32]> {
-        let f = self
-            .files
-            .get(file as usize)
-            .ok_or_else(|| Error::Protocol(format!("verify names file {file}, the manifest has {}", self.files.len())))?;
+        let f = self.files.get(file as usize).ok_or_else(|| {
+            Error::Protocol(format!(
+                "verify names file {file}, the manifest has {}",
+                self.files.len()
+            ))
+        })?;
         f.lock().unwrap().verify_and_publish(theirs)
     }
 
@@ -332,9 +392,14 @@ impl RecvShared {
     }
 
     fn write(&self, file: u32, offset: u64, data: &[u8]) -> Result<()> {
-        let f = self.files.get(file as usize).ok_or_else(|| Error::Protocol(format!("a block of file {file}, which the manifest lacks")))?;
+        let f = self.files.get(file as usize).ok_or_else(|| {
+            Error::Protocol(format!("a block of file {file}, which the manifest lacks"))
+        })?;
         let mut f = f.lock().unwrap();
-        if offset.checked_add(data.len() as u64).is_none_or(|end| end > f.entry.size) {
+        if offset
+            .checked_add(data.len() as u64)
+            .is_none_or(|end| end > f.entry.size)
+        {
             return Err(Error::Protocol(format!(
                 "a block at {offset}+{} is outside {} ({} bytes)",
                 data.len(),
@@ -346,7 +411,9 @@ impl RecvShared {
             return Ok(());
         }
         let file_ref = f.file.as_ref().expect("an unpublished file is open");
-        file_ref.write_all_at(data, offset).map_err(|e| Error::io(format!("writing {}", f.part.display()), e))?;
+        file_ref
+            .write_all_at(data, offset)
+            .map_err(|e| Error::io(format!("writing {}", f.part.display()), e))?;
         f.held.insert(offset, offset + data.len() as u64);
         Ok(())
     }
@@ -371,14 +438,26 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
     loop {
         let m = match r.recv_opt() {
             Ok(Some(m)) => m,
-            Ok(None) => return Ended::Lost(Error::Protocol(format!("stream {stream} closed without detaching"))),
+            Ok(None) => {
+                return Ended::Lost(Error::Protocol(format!(
+                    "stream {stream} closed without detaching"
+                )))
+            }
             Err(e @ Error::Connect { .. }) => return Ended::Lost(e),
             Err(e) => return Ended::Fatal(e),
         };
         match m {
-            Message::Block { file, offset, len, checksum } => {
+            Message::Block {
+                file,
+                offset,
+                len,
+                checksum,
+            } => {
                 if len > shared.block_size {
-                    return Ended::Fatal(Error::Protocol(format!("a block of {len} bytes; the session's blocks are {}", shared.block_size)));
+                    return Ended::Fatal(Error::Protocol(format!(
+                        "a block of {len} bytes; the session's blocks are {}",
+                        shared.block_size
+                    )));
                 }
                 let data = &mut buf[..len as usize];
                 if let Err(e) = r.read_data(data) {
@@ -400,7 +479,9 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
                 }
             }
             Message::Detach { .. } => return Ended::Detached,
-            Message::Error { code, message } => return Ended::Fatal(Error::Remote { code, message }),
+            Message::Error { code, message } => {
+                return Ended::Fatal(Error::Remote { code, message })
+            }
             m => return Ended::Fatal(crate::session::unexpected("a block", &m)),
         }
     }
@@ -412,7 +493,12 @@ mod tests {
     use crate::telemetry::Output;
 
     fn entry(path: &str, data: &[u8]) -> FileEntry {
-        FileEntry { path: path.into(), size: data.len() as u64, mode: 0o640, mtime_ns: 1_600_000_000_123_456_789 }
+        FileEntry {
+            path: path.into(),
+            size: data.len() as u64,
+            mode: 0o640,
+            mtime_ns: 1_600_000_000_123_456_789,
+        }
     }
 
     #[test]
@@ -420,13 +506,23 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let data = b"hello, braid";
         let e = entry("d/f.txt", data);
-        let s = RecvShared::new(root.path(), &[e.clone()], false, 4096, Telemetry::new(1, Output::Quiet)).unwrap();
+        let s = RecvShared::new(
+            root.path(),
+            &[e.clone()],
+            false,
+            4096,
+            Telemetry::new(1, Output::Quiet),
+        )
+        .unwrap();
         s.write(0, 6, &data[6..]).unwrap();
         s.write(0, 0, &data[..6]).unwrap();
         assert!(!root.path().join("d/f.txt").exists());
         assert!(root.path().join("d/.f.txt.braid-part").exists());
         assert!(matches!(s.verify(0, &[0; 32]), Err(Error::Verify(_))));
-        assert!(!root.path().join("d/.f.txt.braid-part").exists(), "a file that fails its hash is removed");
+        assert!(
+            !root.path().join("d/.f.txt.braid-part").exists(),
+            "a file that fails its hash is removed"
+        );
     }
 
     #[test]
@@ -434,7 +530,14 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let data = b"0123456789";
         let e = entry("f", data);
-        let s = RecvShared::new(root.path(), &[e.clone()], false, 4096, Telemetry::new(1, Output::Quiet)).unwrap();
+        let s = RecvShared::new(
+            root.path(),
+            &[e.clone()],
+            false,
+            4096,
+            Telemetry::new(1, Output::Quiet),
+        )
+        .unwrap();
         s.write(0, 0, data).unwrap();
         let h = *blake3::hash(data).as_bytes();
         assert_eq!(s.verify(0, &h).unwrap(), h);
@@ -442,7 +545,10 @@ mod tests {
         assert_eq!(fs::read(root.path().join("f")).unwrap(), data);
         assert_eq!(m.permissions().mode() & 0o777, 0o640);
         assert_eq!(mtime_ns(&m), e.mtime_ns);
-        assert!(fs::read_dir(root.path()).unwrap().count() == 1, "no part or journal left");
+        assert!(
+            fs::read_dir(root.path()).unwrap().count() == 1,
+            "no part or journal left"
+        );
     }
 
     #[test]
@@ -450,32 +556,87 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let data = vec![7u8; 10_000];
         let e = entry("big", &data);
-        let s = RecvShared::new(root.path(), &[e.clone()], false, 4096, Telemetry::new(1, Output::Quiet)).unwrap();
+        let s = RecvShared::new(
+            root.path(),
+            &[e.clone()],
+            false,
+            4096,
+            Telemetry::new(1, Output::Quiet),
+        )
+        .unwrap();
         s.write(0, 0, &data[..4096]).unwrap();
         s.write(0, 8192, &data[8192..]).unwrap();
         s.sync_journals().unwrap();
         drop(s);
-        let s = RecvShared::new(root.path(), &[e.clone()], true, 4096, Telemetry::new(1, Output::Quiet)).unwrap();
+        let s = RecvShared::new(
+            root.path(),
+            &[e.clone()],
+            true,
+            4096,
+            Telemetry::new(1, Output::Quiet),
+        )
+        .unwrap();
         assert_eq!(s.held(), vec![vec![(0, 4096), (8192, 10_000)]]);
         // A different source (mtime changed) starts over.
         let mut other = e.clone();
         other.mtime_ns += 1;
-        let s2 = RecvShared::new(root.path(), &[other], true, 4096, Telemetry::new(1, Output::Quiet)).unwrap();
+        let s2 = RecvShared::new(
+            root.path(),
+            &[other],
+            true,
+            4096,
+            Telemetry::new(1, Output::Quiet),
+        )
+        .unwrap();
         assert_eq!(s2.held(), vec![Vec::<(u64, u64)>::new()]);
     }
 
     #[test]
     fn writes_outside_the_file_or_root_are_refused() {
         let root = tempfile::tempdir().unwrap();
-        let s = RecvShared::new(root.path(), &[entry("f", b"abc")], false, 4096, Telemetry::new(1, Output::Quiet)).unwrap();
+        let s = RecvShared::new(
+            root.path(),
+            &[entry("f", b"abc")],
+            false,
+            4096,
+            Telemetry::new(1, Output::Quiet),
+        )
+        .unwrap();
         assert!(matches!(s.write(0, 2, b"xy"), Err(Error::Protocol(_))));
         assert!(matches!(s.write(1, 0, b"x"), Err(Error::Protocol(_))));
         for bad in ["../x", "/abs", "a/../../b", ".f.braid-part"] {
-            let r = RecvShared::new(root.path(), &[entry(bad, b"1")], false, 4096, Telemetry::new(1, Output::Quiet));
-            assert!(matches!(r, Err(Error::Remote { code: code::FORBIDDEN_PATH, .. })), "{bad}");
+            let r = RecvShared::new(
+                root.path(),
+                &[entry(bad, b"1")],
+                false,
+                4096,
+                Telemetry::new(1, Output::Quiet),
+            );
+            assert!(
+                matches!(
+                    r,
+                    Err(Error::Remote {
+                        code: code::FORBIDDEN_PATH,
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
         }
         std::os::unix::fs::symlink("/tmp", root.path().join("link")).unwrap();
-        let r = RecvShared::new(root.path(), &[entry("link/f", b"1")], false, 4096, Telemetry::new(1, Output::Quiet));
-        assert!(matches!(r, Err(Error::Remote { code: code::FORBIDDEN_PATH, .. })));
+        let r = RecvShared::new(
+            root.path(),
+            &[entry("link/f", b"1")],
+            false,
+            4096,
+            Telemetry::new(1, Output::Quiet),
+        );
+        assert!(matches!(
+            r,
+            Err(Error::Remote {
+                code: code::FORBIDDEN_PATH,
+                ..
+            })
+        ));
     }
 }

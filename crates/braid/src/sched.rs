@@ -48,18 +48,31 @@ impl Scheduler {
                 let mut at = a;
                 while at < b {
                     let len = (b - at).min(block_size as u64) as u32;
-                    queue.push_back(BlockRef { file: i as u32, offset: at, len });
+                    queue.push_back(BlockRef {
+                        file: i as u32,
+                        offset: at,
+                        len,
+                    });
                     at += len as u64;
                 }
             }
             remaining.push(left);
         }
-        Self { queue, streams: (0..streams).map(|_| Stream::default()).collect(), remaining, requeued: 0 }
+        Self {
+            queue,
+            streams: (0..streams).map(|_| Stream::default()).collect(),
+            remaining,
+            requeued: 0,
+        }
     }
 
     /// Files with nothing to move (empty, or wholly held already).
     pub fn complete_at_start(&self) -> impl Iterator<Item = u32> + '_ {
-        self.remaining.iter().enumerate().filter(|(_, r)| **r == 0).map(|(i, _)| i as u32)
+        self.remaining
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r == 0)
+            .map(|(i, _)| i as u32)
     }
 
     /// The next block for `stream`, or `None` if the queue is empty (blocks
@@ -127,7 +140,11 @@ mod tests {
     fn cuts_files_into_blocks_and_skips_held_ranges() {
         let mut held = RangeSet::new();
         held.insert(0, 10);
-        let mut s = Scheduler::new(&[(25, held), (0, RangeSet::new()), (4, RangeSet::new())], 10, 1);
+        let mut s = Scheduler::new(
+            &[(25, held), (0, RangeSet::new()), (4, RangeSet::new())],
+            10,
+            1,
+        );
         assert_eq!(s.complete_at_start().collect::<Vec<_>>(), vec![1]);
         let mut got = Vec::new();
         while let Some(b) = s.next(0) {
@@ -143,7 +160,10 @@ mod tests {
         s.next(1); // file 0 [10,20)
         s.next(0); // file 1 [0,5)
         assert!(s.ack(0, 9).is_empty());
-        assert!(s.ack(0, 10).is_empty(), "file 0's second block is still out on stream 1");
+        assert!(
+            s.ack(0, 10).is_empty(),
+            "file 0's second block is still out on stream 1"
+        );
         assert_eq!(s.ack(1, 10), vec![0]);
         assert_eq!(s.ack(0, 15), vec![1]);
         assert!(s.is_done());

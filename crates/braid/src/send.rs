@@ -74,18 +74,30 @@ impl SendShared {
     ) -> Result<Arc<Self>> {
         let files = sources
             .iter()
-            .map(|s| File::open(&s.local).map_err(|e| Error::io(format!("opening {}", s.local.display()), e)))
+            .map(|s| {
+                File::open(&s.local)
+                    .map_err(|e| Error::io(format!("opening {}", s.local.display()), e))
+            })
             .collect::<Result<Vec<_>>>()?;
         let sizes: Vec<u64> = sources.iter().map(|s| s.entry.size).collect();
-        let plan: Vec<(u64, RangeSet)> = sizes.iter().zip(held).map(|(s, h)| (*s, h.clone())).collect();
+        let plan: Vec<(u64, RangeSet)> = sizes
+            .iter()
+            .zip(held)
+            .map(|(s, h)| (*s, h.clone()))
+            .collect();
         let sched = Scheduler::new(&plan, block_size, streams);
         let to_move: u64 = plan.iter().map(|(s, h)| s - h.covered().min(*s)).sum();
-        tel.expected.store(to_move, std::sync::atomic::Ordering::Relaxed);
+        tel.expected
+            .store(to_move, std::sync::atomic::Ordering::Relaxed);
         for f in sched.complete_at_start() {
             let _ = events.send(Event::Acked(f));
         }
         Ok(Arc::new(SendShared {
-            st: Mutex::new(State { sched, gens: vec![0; streams], aborted: false }),
+            st: Mutex::new(State {
+                sched,
+                gens: vec![0; streams],
+                aborted: false,
+            }),
             cv: Condvar::new(),
             files,
             sizes,
@@ -131,7 +143,11 @@ impl SendShared {
                 return Next::Done;
             }
             // Another stream's blocks may come back if it dies.
-            st = self.cv.wait_timeout(st, Duration::from_millis(200)).unwrap().0;
+            st = self
+                .cv
+                .wait_timeout(st, Duration::from_millis(200))
+                .unwrap()
+                .0;
         }
     }
 
@@ -192,18 +208,32 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
     let finished = loop {
         match shared.next(stream, gen) {
             Next::Stop => break false,
-            Next::Done => break w.send(&Message::Detach { stream: stream as u16 }).is_ok(),
+            Next::Done => {
+                break w
+                    .send(&Message::Detach {
+                        stream: stream as u16,
+                    })
+                    .is_ok()
+            }
             Next::Block(b) => {
                 let data = &mut buf[..b.len as usize];
                 if let Err(e) = shared.files[b.file as usize].read_exact_at(data, b.offset) {
-                    let _ = shared.events.send(Event::HashFailed(b.file, format!("reading at {}: {e}", b.offset)));
+                    let _ = shared.events.send(Event::HashFailed(
+                        b.file,
+                        format!("reading at {}: {e}", b.offset),
+                    ));
                     shared.abort();
                     break false;
                 }
                 if let Some(p) = &shared.pacer {
                     p.wait(data.len());
                 }
-                let header = Message::Block { file: b.file, offset: b.offset, len: b.len, checksum: crc32c::crc32c(data) };
+                let header = Message::Block {
+                    file: b.file,
+                    offset: b.offset,
+                    len: b.len,
+                    checksum: crc32c::crc32c(data),
+                };
                 if let Err(e) = w.send_with(&header, data) {
                     shared.lost(stream, gen, e.to_string());
                     break false;
@@ -248,7 +278,9 @@ pub fn hash_file(path: &std::path::Path, size: u64) -> Result<[u8; 32], String> 
     let mut buf = vec![0u8; 1 << 20];
     let mut n = 0u64;
     loop {
-        let k = f.read(&mut buf).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let k = f
+            .read(&mut buf)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
         if k == 0 {
             break;
         }
@@ -256,7 +288,10 @@ pub fn hash_file(path: &std::path::Path, size: u64) -> Result<[u8; 32], String> 
         n += k as u64;
     }
     if n != size {
-        return Err(format!("{} changed size while being sent: {size} then {n} bytes", path.display()));
+        return Err(format!(
+            "{} changed size while being sent: {size} then {n} bytes",
+            path.display()
+        ));
     }
     Ok(*h.finalize().as_bytes())
 }

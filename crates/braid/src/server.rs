@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -16,7 +16,7 @@ use braid_wire::{auth, Kind, Message, SessionParams, FLAG_RESUME, FLAG_REVERSE};
 use crate::bench;
 use crate::client::mode_name;
 use crate::conn::Conn;
-use crate::engine::{self, Abort, Finished, StreamEnd, Streams};
+use crate::engine::{self, Life, StreamEnd};
 use crate::error::{Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
@@ -57,14 +57,20 @@ pub struct Server {
 impl Server {
     pub fn bind(cfg: Config) -> Result<Server> {
         if !cfg.root.is_dir() {
-            return Err(Error::Usage(format!("the root {} is not a directory", cfg.root.display())));
+            return Err(Error::Usage(format!(
+                "the root {} is not a directory",
+                cfg.root.display()
+            )));
         }
-        let listener = TcpListener::bind(cfg.listen).map_err(|e| Error::io(format!("listening on {}", cfg.listen), e))?;
+        let listener = TcpListener::bind(cfg.listen)
+            .map_err(|e| Error::io(format!("listening on {}", cfg.listen), e))?;
         Ok(Server { listener, cfg })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     /// Serves until killed, or with `once` until the first session ends (its result).
@@ -88,7 +94,8 @@ impl Server {
                     continue;
                 }
             };
-            let (registry, cfg, done_tx) = (Arc::clone(&registry), Arc::clone(&cfg), done_tx.clone());
+            let (registry, cfg, done_tx) =
+                (Arc::clone(&registry), Arc::clone(&cfg), done_tx.clone());
             thread::spawn(move || {
                 if let Some(result) = handle(stream, &cfg, &registry) {
                     if let Err(e) = &result {
@@ -105,7 +112,11 @@ impl Server {
 
 /// Waits up to `ms` for a connection to accept.
 fn readable(l: &TcpListener, ms: i32) -> bool {
-    let mut p = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(l), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(l),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd for the duration of the call.
     unsafe { libc::poll(&mut p, 1, ms) > 0 }
 }
@@ -120,16 +131,28 @@ fn handle(stream: TcpStream, cfg: &Config, registry: &Registry) -> Option<Result
             let _ = conn.stream().set_nodelay(true);
             Some(control(conn, version, nonce, cfg, registry))
         }
-        Ok(Some(Message::Attach { session, stream, mac })) => {
-            let entry = registry.lock().unwrap().get(&session).map(|e| (e.key, e.streams.clone()));
+        Ok(Some(Message::Attach {
+            session,
+            stream,
+            mac,
+        })) => {
+            let entry = registry
+                .lock()
+                .unwrap()
+                .get(&session)
+                .map(|e| (e.key, e.streams.clone()));
             match entry {
-                Some((key, tx)) if auth::verify(&auth::attach_proof(&key, session, stream), &mac) => {
+                Some((key, tx))
+                    if auth::verify(&auth::attach_proof(&key, session, stream), &mac) =>
+                {
                     let _ = conn.stream().set_read_timeout(None);
                     if conn.send(&Message::Accepted { session }).is_ok() {
                         let _ = tx.send((stream, conn));
                     }
                 }
-                _ => conn.send_error(&Error::Auth("no such session, or a wrong session key".into())),
+                _ => conn.send_error(&Error::Auth(
+                    "no such session, or a wrong session key".into(),
+                )),
             }
             None
         }
@@ -145,7 +168,13 @@ fn handle(stream: TcpStream, cfg: &Config, registry: &Registry) -> Option<Result
     }
 }
 
-fn control(mut conn: Conn, version: u16, nonce: [u8; 16], cfg: &Config, registry: &Registry) -> Result<()> {
+fn control(
+    mut conn: Conn,
+    version: u16,
+    nonce: [u8; 16],
+    cfg: &Config,
+    registry: &Registry,
+) -> Result<()> {
     let key = session::server_handshake(&mut conn, &cfg.token, version, nonce)?;
     let params = match conn.recv()? {
         Message::Open(p) => p,
@@ -159,7 +188,10 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], cfg: &Config, registry
     let _ = conn.stream().set_read_timeout(None);
     let session = u64::from_be_bytes(session::random()?);
     let (tx, rx) = mpsc::channel();
-    registry.lock().unwrap().insert(session, Entry { key, streams: tx });
+    registry
+        .lock()
+        .unwrap()
+        .insert(session, Entry { key, streams: tx });
     let result = run_session(conn, &params, session, rx, cfg);
     registry.lock().unwrap().remove(&session);
     match result {
@@ -173,7 +205,10 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], cfg: &Config, registry
 
 fn report(cfg: &Config, s: &Summary) {
     match cfg.output {
-        Output::Json => println!("{}", serde_json::to_string(s).expect("a summary serialises")),
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string(s).expect("a summary serialises")
+        ),
         Output::Human => eprintln!(
             "braid serve: {} {} ({}): {} in {:.1} s, {:.1} Mb/s",
             s.kind,
@@ -187,14 +222,26 @@ fn report(cfg: &Config, s: &Summary) {
     }
 }
 
-fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiver<(u16, Conn)>, cfg: &Config) -> Result<Summary> {
+fn run_session(
+    mut conn: Conn,
+    p: &SessionParams,
+    session: u64,
+    rx: mpsc::Receiver<(u16, Conn)>,
+    cfg: &Config,
+) -> Result<Summary> {
     let n = p.streams as usize;
     let tel = Telemetry::new(n, Output::Quiet);
-    let (abort, done, finished, reconnects) = (Abort::default(), AtomicBool::new(false), Finished::default(), AtomicUsize::new(0));
-    let streams = Streams { n, abort: &abort, done: &done, finished: &finished, reconnects: &reconnects, quiet: cfg.output != Output::Human };
+    let life = Life::default();
+    let streams = life.streams(n, cfg.output != Output::Human);
+    let (abort, done, finished) = (&life.abort, &life.done, &life.finished);
     let controls = plan::stream_controls(p, session);
-    let sending = matches!(p.kind, Kind::Get) || (p.kind == Kind::Bench && p.flags & FLAG_REVERSE != 0);
-    let maps = if sending { session::open_controls(&controls, &cfg.pin_dir) } else { Ok(None) };
+    let sending =
+        matches!(p.kind, Kind::Get) || (p.kind == Kind::Bench && p.flags & FLAG_REVERSE != 0);
+    let maps = if sending {
+        session::open_controls(&controls, &cfg.pin_dir)
+    } else {
+        Ok(None)
+    };
     let maps = match maps {
         Ok(m) => m,
         Err(e) => {
@@ -238,7 +285,7 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
                 streams.accept(s, rx, &work);
                 let r = (|| {
                     if sending {
-                        finished.wait(n, &abort, duration + Duration::from_secs(30));
+                        finished.wait(n, abort, duration + Duration::from_secs(30));
                         conn.send(&Message::Close { bytes: tel.total() })?;
                         match conn.recv()? {
                             Message::Close { bytes } => Ok(bytes),
@@ -249,7 +296,7 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
                             Message::Close { bytes } => bytes,
                             m => return Err(session::unexpected("the end of the bench", &m)),
                         };
-                        finished.wait(n, &abort, Duration::from_secs(30));
+                        finished.wait(n, abort, Duration::from_secs(30));
                         conn.send(&Message::Close { bytes: tel.total() })?;
                         Ok(sent)
                     }
@@ -268,7 +315,13 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
                 m => return Err(session::unexpected("the manifest", &m)),
             };
             files = manifest.len();
-            let shared = match RecvShared::new(&cfg.root, &manifest, p.flags & FLAG_RESUME != 0, p.block_size, tel.clone()) {
+            let shared = match RecvShared::new(
+                &cfg.root,
+                &manifest,
+                p.flags & FLAG_RESUME != 0,
+                p.block_size,
+                tel.clone(),
+            ) {
                 Ok(s) => s,
                 Err(e) => {
                     conn.send_error(&e);
@@ -277,14 +330,17 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
             };
             conn.send(&Message::Accepted { session })?;
             for (i, r) in shared.held().into_iter().enumerate() {
-                conn.send(&Message::Ranges { file: i as u32, ranges: r })?;
+                conn.send(&Message::Ranges {
+                    file: i as u32,
+                    ranges: r,
+                })?;
             }
             let Conn { r, w } = conn;
             let w = Mutex::new(w);
             let work = engine::receive_work(&shared, &w);
             thread::scope(|s| {
                 streams.accept(s, rx, &work);
-                engine::drive_receiver(r, &w, &shared, &abort, &done)
+                engine::drive_receiver(r, &w, &shared, abort, done)
             })?
         }
         Kind::Get => {
@@ -301,7 +357,9 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
             };
             files = sources.len();
             conn.send(&Message::Accepted { session })?;
-            conn.send(&Message::Manifest { files: sources.iter().map(|s| s.entry.clone()).collect() })?;
+            conn.send(&Message::Manifest {
+                files: sources.iter().map(|s| s.entry.clone()).collect(),
+            })?;
             let mut held = vec![crate::ranges::RangeSet::new(); sources.len()];
             for _ in 0..sources.len() {
                 match conn.recv()? {
@@ -312,7 +370,15 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
                 }
             }
             let (tx, ev) = engine::events();
-            let shared = SendShared::new(&sources, &held, p.block_size, n, tx.clone(), tel.clone(), cfg.limit_bps)?;
+            let shared = SendShared::new(
+                &sources,
+                &held,
+                p.block_size,
+                n,
+                tx.clone(),
+                tel.clone(),
+                cfg.limit_bps,
+            )?;
             let send = engine::send_work(&shared);
             let work = |i: usize, c: Conn| match with_control(i, &c) {
                 Ok(()) => send(i, c),
@@ -320,7 +386,7 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
             };
             let r = thread::scope(|s| {
                 streams.accept(s, rx, &work);
-                let r = engine::drive_sender(conn, &sources, tx, ev, &shared, &abort, &done, true);
+                let r = engine::drive_sender(conn, &sources, tx, ev, &shared, abort, done, true);
                 if r.is_err() {
                     abort.stop();
                     shared.abort();
@@ -332,7 +398,11 @@ fn run_session(mut conn: Conn, p: &SessionParams, session: u64, rx: mpsc::Receiv
             r
         }
     };
-    let mut summary = tel.finish(kind, if sending { "sender" } else { "receiver" }, mode_name(p));
+    let mut summary = tel.finish(
+        kind,
+        if sending { "sender" } else { "receiver" },
+        mode_name(p),
+    );
     summary.peer_bytes = Some(peer);
     summary.files = files;
     summary.requeued_blocks = requeued;

@@ -32,7 +32,12 @@ impl Token {
     /// A fresh random token, as hex, for `braid serve` to print.
     pub fn generate() -> Result<Self> {
         let raw: [u8; 16] = random()?;
-        Ok(Token(raw.iter().map(|b| format!("{b:02x}")).collect::<String>().into_bytes()))
+        Ok(Token(
+            raw.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+                .into_bytes(),
+        ))
     }
 
     pub fn as_str(&self) -> String {
@@ -42,53 +47,91 @@ impl Token {
 
 pub(crate) fn random<const N: usize>() -> Result<[u8; N]> {
     let mut b = [0u8; N];
-    getrandom::getrandom(&mut b)
-        .map_err(|e| Error::io("reading the system's random source", std::io::Error::other(e.to_string())))?;
+    getrandom::getrandom(&mut b).map_err(|e| {
+        Error::io(
+            "reading the system's random source",
+            std::io::Error::other(e.to_string()),
+        )
+    })?;
     Ok(b)
 }
 
 /// Client side: proves the token, checks the server's proof, returns the session key.
 pub fn client_handshake(conn: &mut Conn, token: &Token) -> Result<[u8; 32]> {
     let nonce_c: [u8; 16] = random()?;
-    conn.send(&Message::Hello { version: VERSION, nonce: nonce_c })?;
+    conn.send(&Message::Hello {
+        version: VERSION,
+        nonce: nonce_c,
+    })?;
     let nonce_s = match conn.recv()? {
         Message::Challenge { version, nonce } if version == VERSION => nonce,
         Message::Challenge { version, .. } => {
-            return Err(Error::Protocol(format!("the server speaks protocol {version}, this braid {VERSION}")))
+            return Err(Error::Protocol(format!(
+                "the server speaks protocol {version}, this braid {VERSION}"
+            )))
         }
         m => return Err(unexpected("a challenge", &m)),
     };
-    conn.send(&Message::Proof { mac: auth::client_proof(&token.0, &nonce_c, &nonce_s) })?;
+    conn.send(&Message::Proof {
+        mac: auth::client_proof(&token.0, &nonce_c, &nonce_s),
+    })?;
     match conn.recv() {
-        Ok(Message::Welcome { mac }) if auth::verify(&auth::server_proof(&token.0, &nonce_c, &nonce_s), &mac) => {
+        Ok(Message::Welcome { mac })
+            if auth::verify(&auth::server_proof(&token.0, &nonce_c, &nonce_s), &mac) =>
+        {
             Ok(auth::session_key(&token.0, &nonce_c, &nonce_s))
         }
-        Ok(Message::Welcome { .. }) => Err(Error::Auth(format!("{} does not hold our token", conn.r.peer))),
+        Ok(Message::Welcome { .. }) => Err(Error::Auth(format!(
+            "{} does not hold our token",
+            conn.r.peer
+        ))),
         Ok(m) => Err(unexpected("a welcome", &m)),
-        Err(Error::Remote { code: code::AUTH, message }) => Err(Error::Auth(message)),
+        Err(Error::Remote {
+            code: code::AUTH,
+            message,
+        }) => Err(Error::Auth(message)),
         Err(e) => Err(e),
     }
 }
 
 /// Server side, after the client's `Hello`.
-pub fn server_handshake(conn: &mut Conn, token: &Token, version: u16, nonce_c: [u8; 16]) -> Result<[u8; 32]> {
+pub fn server_handshake(
+    conn: &mut Conn,
+    token: &Token,
+    version: u16,
+    nonce_c: [u8; 16],
+) -> Result<[u8; 32]> {
     if version != VERSION {
-        let e = Error::Protocol(format!("the client speaks protocol {version}, this server {VERSION}"));
-        conn.w.send(&Message::Error { code: code::VERSION, message: e.to_string() })?;
+        let e = Error::Protocol(format!(
+            "the client speaks protocol {version}, this server {VERSION}"
+        ));
+        conn.w.send(&Message::Error {
+            code: code::VERSION,
+            message: e.to_string(),
+        })?;
         return Err(e);
     }
     let nonce_s: [u8; 16] = random()?;
-    conn.send(&Message::Challenge { version: VERSION, nonce: nonce_s })?;
+    conn.send(&Message::Challenge {
+        version: VERSION,
+        nonce: nonce_s,
+    })?;
     match conn.recv()? {
-        Message::Proof { mac } if auth::verify(&auth::client_proof(&token.0, &nonce_c, &nonce_s), &mac) => {}
+        Message::Proof { mac }
+            if auth::verify(&auth::client_proof(&token.0, &nonce_c, &nonce_s), &mac) => {}
         Message::Proof { .. } => {
             let e = Error::Auth(format!("{} presented a wrong token", conn.r.peer));
-            conn.w.send(&Message::Error { code: code::AUTH, message: "wrong token".into() })?;
+            conn.w.send(&Message::Error {
+                code: code::AUTH,
+                message: "wrong token".into(),
+            })?;
             return Err(e);
         }
         m => return Err(unexpected("a proof", &m)),
     }
-    conn.send(&Message::Welcome { mac: auth::server_proof(&token.0, &nonce_c, &nonce_s) })?;
+    conn.send(&Message::Welcome {
+        mac: auth::server_proof(&token.0, &nonce_c, &nonce_s),
+    })?;
     Ok(auth::session_key(&token.0, &nonce_c, &nonce_s))
 }
 
@@ -126,8 +169,10 @@ pub fn connect(
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
         .map_err(|e| Error::io("creating a TCP socket", e))?;
     if let Some(w) = opts.window {
-        sock.set_send_buffer_size(w).map_err(|e| Error::io("setting SO_SNDBUF", e))?;
-        sock.set_recv_buffer_size(w).map_err(|e| Error::io("setting SO_RCVBUF", e))?;
+        sock.set_send_buffer_size(w)
+            .map_err(|e| Error::io("setting SO_SNDBUF", e))?;
+        sock.set_recv_buffer_size(w)
+            .map_err(|e| Error::io("setting SO_RCVBUF", e))?;
     }
     if let Some((c, controls)) = control {
         apply_control(&sock, c, controls)?;
@@ -140,12 +185,20 @@ pub fn connect(
 /// Gives a socket its control. Settings go in first, so that the control's
 /// init (which reads them) sees them, also on an accepted socket whose
 /// control is switched after the handshake.
-pub fn apply_control(sock: impl AsFd, c: &StreamControl, controls: Option<&Controls>) -> Result<()> {
+pub fn apply_control(
+    sock: impl AsFd,
+    c: &StreamControl,
+    controls: Option<&Controls>,
+) -> Result<()> {
     if c.settings != SocketSettings::default() {
-        let controls = controls.ok_or_else(|| Error::Usage("per-stream settings need braid's controls".into()))?;
-        controls
-            .apply(sock.as_fd(), c.settings)
-            .map_err(|e| Error::io("applying braid-cc settings", std::io::Error::other(e.to_string())))?;
+        let controls = controls
+            .ok_or_else(|| Error::Usage("per-stream settings need braid's controls".into()))?;
+        controls.apply(sock.as_fd(), c.settings).map_err(|e| {
+            Error::io(
+                "applying braid-cc settings",
+                std::io::Error::other(e.to_string()),
+            )
+        })?;
     }
     if let Some(cc) = &c.cc {
         braid_cc::set_congestion_control(sock.as_fd(), cc).map_err(|e| {
@@ -160,16 +213,28 @@ pub fn apply_control(sock: impl AsFd, c: &StreamControl, controls: Option<&Contr
 
 /// braid-cc's maps, when a session's controls need per-socket settings.
 pub fn open_controls(controls: &[StreamControl], pin_dir: &Path) -> Result<Option<Controls>> {
-    if controls.iter().all(|c| c.settings == SocketSettings::default()) {
+    if controls
+        .iter()
+        .all(|c| c.settings == SocketSettings::default())
+    {
         return Ok(None);
     }
-    Controls::open(pin_dir).map(Some).map_err(|e| Error::Usage(format!("this mode needs braid's controls: {e}")))
+    Controls::open(pin_dir)
+        .map(Some)
+        .map_err(|e| Error::Usage(format!("this mode needs braid's controls: {e}")))
 }
 
 /// Warns when a requested window is above what the kernel will grant.
 pub fn window_warning(window: usize) -> Option<String> {
-    let read = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<usize>().ok());
-    let (wmax, rmax) = (read("/proc/sys/net/core/wmem_max")?, read("/proc/sys/net/core/rmem_max")?);
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+    };
+    let (wmax, rmax) = (
+        read("/proc/sys/net/core/wmem_max")?,
+        read("/proc/sys/net/core/rmem_max")?,
+    );
     let cap = wmax.min(rmax);
     (window > cap).then(|| {
         format!(
@@ -183,7 +248,11 @@ pub fn window_warning(window: usize) -> Option<String> {
 pub fn attach(stream: TcpStream, session: u64, index: u16, key: &[u8; 32]) -> Result<Conn> {
     let _ = stream.set_nodelay(false);
     let mut conn = Conn::new(stream).map_err(|e| Error::io("cloning a socket", e))?;
-    conn.send(&Message::Attach { session, stream: index, mac: auth::attach_proof(key, session, index) })?;
+    conn.send(&Message::Attach {
+        session,
+        stream: index,
+        mac: auth::attach_proof(key, session, index),
+    })?;
     match conn.recv()? {
         Message::Accepted { session: s } if s == session => Ok(conn),
         m => Err(unexpected("the stream's acceptance", &m)),

@@ -15,8 +15,15 @@ pub struct Remote {
 /// all digits needs the port written out: `host:5420:2024`).
 pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
     let (host, rest) = if let Some(inner) = s.strip_prefix('[') {
-        let end = inner.find(']').ok_or_else(|| format!("{s:?}: an IPv6 address needs a closing ']'"))?;
-        (&inner[..end], inner[end + 1..].strip_prefix(':').unwrap_or(&inner[end + 1..]))
+        let end = inner
+            .find(']')
+            .ok_or_else(|| format!("{s:?}: an IPv6 address needs a closing ']'"))?;
+        (
+            &inner[..end],
+            inner[end + 1..]
+                .strip_prefix(':')
+                .unwrap_or(&inner[end + 1..]),
+        )
     } else {
         match s.split_once(':') {
             Some((h, r)) => (h, r),
@@ -33,14 +40,27 @@ pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
         None => (None, Some(rest)),
     };
     let port = match port {
-        Some(p) => p.parse::<u16>().map_err(|_| format!("{s:?}: {p:?} is not a port"))?,
+        Some(p) => p
+            .parse::<u16>()
+            .map_err(|_| format!("{s:?}: {p:?} is not a port"))?,
         None => DEFAULT_PORT,
     };
-    let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let addr = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
     match (with_path, path) {
-        (true, None) | (true, Some("")) => Err(format!("{s:?}: no path after the host (HOST[:PORT]:PATH)")),
-        (false, Some(p)) if !p.is_empty() => Err(format!("{s:?}: a path where only HOST[:PORT] belongs")),
-        (true, Some(p)) => Ok(Remote { addr, path: Some(p.to_owned()) }),
+        (true, None) | (true, Some("")) => {
+            Err(format!("{s:?}: no path after the host (HOST[:PORT]:PATH)"))
+        }
+        (false, Some(p)) if !p.is_empty() => {
+            Err(format!("{s:?}: a path where only HOST[:PORT] belongs"))
+        }
+        (true, Some(p)) => Ok(Remote {
+            addr,
+            path: Some(p.to_owned()),
+        }),
         (false, _) => Ok(Remote { addr, path: None }),
     }
 }
@@ -50,7 +70,10 @@ mod tests {
     use super::*;
 
     fn r(addr: &str, path: Option<&str>) -> Remote {
-        Remote { addr: addr.into(), path: path.map(Into::into) }
+        Remote {
+            addr: addr.into(),
+            path: path.map(Into::into),
+        }
     }
 
     #[test]
@@ -59,9 +82,15 @@ mod tests {
         assert_eq!(parse("h:7000", false).unwrap(), r("h:7000", None));
         assert_eq!(parse("h:dir/x", true).unwrap(), r("h:5420", Some("dir/x")));
         assert_eq!(parse("h:7000:dir", true).unwrap(), r("h:7000", Some("dir")));
-        assert_eq!(parse("[::1]:7000:d", true).unwrap(), r("[::1]:7000", Some("d")));
+        assert_eq!(
+            parse("[::1]:7000:d", true).unwrap(),
+            r("[::1]:7000", Some("d"))
+        );
         assert_eq!(parse("[::1]", false).unwrap(), r("[::1]:5420", None));
-        assert_eq!(parse("10.0.0.1:.", true).unwrap(), r("10.0.0.1:5420", Some(".")));
+        assert_eq!(
+            parse("10.0.0.1:.", true).unwrap(),
+            r("10.0.0.1:5420", Some("."))
+        );
     }
 
     #[test]

@@ -144,7 +144,11 @@ impl Telemetry {
             .iter_mut()
             .enumerate()
             .map(|(i, s)| {
-                if let Some(info) = s.socket.as_ref().and_then(|k| braid_cc::tcp_info(k.as_fd()).ok()) {
+                if let Some(info) = s
+                    .socket
+                    .as_ref()
+                    .and_then(|k| braid_cc::tcp_info(k.as_fd()).ok())
+                {
                     s.last = info;
                 }
                 (self.bytes[i].load(Ordering::Relaxed), s.last)
@@ -179,7 +183,11 @@ impl Telemetry {
 
     fn report(&self, t: f64, dt: f64, prev: &[u64], samples: &[(u64, TcpInfo)]) {
         let total: u64 = samples.iter().map(|s| s.0).sum();
-        let delta: u64 = samples.iter().zip(prev).map(|(s, p)| s.0.saturating_sub(*p)).sum();
+        let delta: u64 = samples
+            .iter()
+            .zip(prev)
+            .map(|(s, p)| s.0.saturating_sub(*p))
+            .sum();
         match self.output {
             Output::Quiet => {}
             Output::Json => {
@@ -201,7 +209,11 @@ impl Telemetry {
             Output::Human => {
                 let expected = self.expected.load(Ordering::Relaxed);
                 let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "{}", progress_line(t, total, expected, mbps(delta, dt)));
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    progress_line(t, total, expected, mbps(delta, dt))
+                );
                 for (i, ((b, info), p)) in samples.iter().zip(prev).enumerate() {
                     let _ = writeln!(
                         err,
@@ -284,7 +296,10 @@ pub fn round3(x: f64) -> f64 {
 
 /// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
 pub fn progress_line(t: f64, done: u64, expected: u64, rate_mbps: f64) -> String {
-    let mut s = format!("{t:>7.1} s  {:>10}  {rate_mbps:>9.1} Mb/s", human_bytes(done));
+    let mut s = format!(
+        "{t:>7.1} s  {:>10}  {rate_mbps:>9.1} Mb/s",
+        human_bytes(done)
+    );
     if expected > 0 {
         let pct = done as f64 / expected as f64 * 100.0;
         s += &format!("  {pct:>5.1} %");
@@ -329,7 +344,10 @@ mod tests {
     #[test]
     fn progress_shows_percent_and_eta_when_the_total_is_known() {
         let s = progress_line(2.0, 500_000_000, 1_000_000_000, 400.0);
-        assert!(s.contains("500.00 MB") && s.contains("50.0 %") && s.contains("ETA 10 s"), "{s}");
+        assert!(
+            s.contains("500.00 MB") && s.contains("50.0 %") && s.contains("ETA 10 s"),
+            "{s}"
+        );
         assert!(!progress_line(2.0, 5, 0, 1.0).contains('%'));
         assert_eq!(human_bytes(999), "999 B");
         assert_eq!(human_bytes(1_500_000), "1.50 MB");

@@ -39,7 +39,11 @@ fn serve(root: &Path) -> String {
 fn params(kind: Kind, streams: u16) -> SessionParams {
     SessionParams {
         kind,
-        mode: if streams == 1 { Mode::Single } else { Mode::Parallel },
+        mode: if streams == 1 {
+            Mode::Single
+        } else {
+            Mode::Parallel
+        },
         streams,
         cc: String::new(),
         frac_cwnd: 100,
@@ -91,13 +95,21 @@ fn make_tree(top: &Path) -> Vec<PathBuf> {
     sparse.set_len(9_000_000).unwrap();
     sparse.write_all_at(b"island", 4_500_000).unwrap();
     for i in 0..200 {
-        fs::write(top.join(format!("deep/small{i:03}")), noise(i * 37, i as u64 + 3)).unwrap();
+        fs::write(
+            top.join(format!("deep/small{i:03}")),
+            noise(i * 37, i as u64 + 3),
+        )
+        .unwrap();
     }
     let mut files = Vec::new();
     fn walk(d: &Path, out: &mut Vec<PathBuf>) {
         for e in fs::read_dir(d).unwrap() {
             let p = e.unwrap().path();
-            if p.is_dir() { walk(&p, out) } else { out.push(p) }
+            if p.is_dir() {
+                walk(&p, out)
+            } else {
+                out.push(p)
+            }
         }
     }
     walk(top, &mut files);
@@ -125,26 +137,44 @@ fn assert_same_tree(src: &Path, dst: &Path) {
 #[test]
 fn send_then_get_a_tree_in_single_and_parallel_mode() {
     let d = tempfile::tempdir().unwrap();
-    let (root, src, back) = (d.path().join("root"), d.path().join("tree"), d.path().join("back"));
+    let (root, src, back) = (
+        d.path().join("root"),
+        d.path().join("tree"),
+        d.path().join("back"),
+    );
     fs::create_dir_all(&root).unwrap();
     fs::create_dir_all(&back).unwrap();
     make_tree(&src);
     let addr = serve(&root);
     for streams in [1, 4] {
         let dest = format!("in{streams}");
-        let s = client::send(&config(&addr, params(Kind::Send, streams), TOKEN), &[src.clone()], &dest).unwrap();
+        let s = client::send(
+            &config(&addr, params(Kind::Send, streams), TOKEN),
+            &[src.clone()],
+            &dest,
+        )
+        .unwrap();
         assert_same_tree(&src, &root.join(&dest).join("tree"));
         assert_eq!(s.files, 205);
         assert_eq!(s.peer_bytes, Some(s.bytes));
-        let s = client::get(&config(&addr, params(Kind::Get, streams), TOKEN), &[dest.clone()], &back).unwrap();
+        let s = client::get(
+            &config(&addr, params(Kind::Get, streams), TOKEN),
+            &[dest.clone()],
+            &back,
+        )
+        .unwrap();
         assert_same_tree(&src, &back.join(&dest).join("tree"));
         assert_eq!(s.files, 205);
     }
     // Nothing temporary is left behind on either side.
-    let leftovers: Vec<_> = walkdir(&root).into_iter().chain(walkdir(&back)).filter(|p| {
-        let n = p.file_name().unwrap().to_string_lossy().into_owned();
-        n.contains("braid-")
-    }).collect();
+    let leftovers: Vec<_> = walkdir(&root)
+        .into_iter()
+        .chain(walkdir(&back))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.contains("braid-")
+        })
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -152,7 +182,11 @@ fn walkdir(d: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in fs::read_dir(d).unwrap() {
         let p = e.unwrap().path();
-        if p.is_dir() { out.extend(walkdir(&p)) } else { out.push(p) }
+        if p.is_dir() {
+            out.extend(walkdir(&p))
+        } else {
+            out.push(p)
+        }
     }
     out
 }
@@ -181,7 +215,10 @@ fn a_bench_counts_the_same_bytes_at_both_ends() {
     assert!(s.bytes > 0);
     assert_eq!(s.peer_bytes, Some(s.bytes));
     assert_eq!(s.streams.len(), 3);
-    assert!(s.streams.iter().all(|st| st.bytes > 0 && st.connections == 1));
+    assert!(s
+        .streams
+        .iter()
+        .all(|st| st.bytes > 0 && st.connections == 1));
     let mut p = params(Kind::Bench, 2);
     p.flags = braid_wire::FLAG_REVERSE;
     let r = client::bench(&config(&addr, p, TOKEN)).unwrap();
@@ -196,7 +233,12 @@ fn a_wrong_token_is_refused_and_writes_nothing() {
     fs::create_dir_all(&root).unwrap();
     fs::write(d.path().join("f"), b"data").unwrap();
     let addr = serve(&root);
-    let e = client::send(&config(&addr, params(Kind::Send, 1), "not-the-token"), &[d.path().join("f")], "x").unwrap_err();
+    let e = client::send(
+        &config(&addr, params(Kind::Send, 1), "not-the-token"),
+        &[d.path().join("f")],
+        "x",
+    )
+    .unwrap_err();
     assert!(matches!(e, Error::Auth(_)), "{e}");
     assert_eq!(e.exit_code(), braid::error::exit::AUTH);
     assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
@@ -220,10 +262,20 @@ fn paths_that_leave_the_root_are_refused() {
     let addr = serve(&root);
     for bad in ["../outside", "/tmp/abs", "pub/up/evil", "a/../../b"] {
         let mut c = raw_session(&addr, Kind::Send);
-        c.send(&Message::Manifest { files: vec![FileEntry { path: bad.into(), size: 1, mode: 0o644, mtime_ns: 0 }] })
-            .unwrap();
+        c.send(&Message::Manifest {
+            files: vec![FileEntry {
+                path: bad.into(),
+                size: 1,
+                mode: 0o644,
+                mtime_ns: 0,
+            }],
+        })
+        .unwrap();
         match c.recv() {
-            Err(Error::Remote { code: code::FORBIDDEN_PATH, .. }) => {}
+            Err(Error::Remote {
+                code: code::FORBIDDEN_PATH,
+                ..
+            }) => {}
             other => panic!("{bad}: {other:?}"),
         }
     }
@@ -231,8 +283,22 @@ fn paths_that_leave_the_root_are_refused() {
     let back = d.path().join("back");
     fs::create_dir_all(&back).unwrap();
     for bad in ["../secret", "pub/up/secret"] {
-        let e = client::get(&config(&addr, params(Kind::Get, 1), TOKEN), &[bad.into()], &back).unwrap_err();
-        assert!(matches!(e, Error::Remote { code: code::FORBIDDEN_PATH, .. }), "{bad}: {e}");
+        let e = client::get(
+            &config(&addr, params(Kind::Get, 1), TOKEN),
+            &[bad.into()],
+            &back,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Remote {
+                    code: code::FORBIDDEN_PATH,
+                    ..
+                }
+            ),
+            "{bad}: {e}"
+        );
     }
     assert_eq!(fs::read_dir(&back).unwrap().count(), 0);
 }
@@ -241,20 +307,38 @@ fn paths_that_leave_the_root_are_refused() {
 fn malformed_frames_get_an_error_and_the_server_lives_on() {
     let d = tempfile::tempdir().unwrap();
     let addr = serve(d.path());
-    for garbage in [&b"\x00\x00\x00\x05\x63abcd"[..], b"\xff\xff\xff\xff", b"\x00\x00\x00\x02\x08"] {
+    for garbage in [
+        &b"\x00\x00\x00\x05\x63abcd"[..],
+        b"\xff\xff\xff\xff",
+        b"\x00\x00\x00\x02\x08",
+    ] {
         let mut s = TcpStream::connect(&addr).unwrap();
         s.write_all(garbage).unwrap();
         s.shutdown(std::net::Shutdown::Write).unwrap();
         let mut c = Conn::new(s).unwrap();
         match c.recv() {
-            Err(Error::Remote { code: code::BAD_REQUEST, message }) => assert!(message.contains("protocol"), "{message}"),
+            Err(Error::Remote {
+                code: code::BAD_REQUEST,
+                message,
+            }) => assert!(message.contains("protocol"), "{message}"),
             other => panic!("{garbage:?}: {other:?}"),
         }
     }
     // An attach to a session that does not exist.
     let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
-    c.send(&Message::Attach { session: 42, stream: 0, mac: [0; 32] }).unwrap();
-    assert!(matches!(c.recv(), Err(Error::Remote { code: code::AUTH, .. })));
+    c.send(&Message::Attach {
+        session: 42,
+        stream: 0,
+        mac: [0; 32],
+    })
+    .unwrap();
+    assert!(matches!(
+        c.recv(),
+        Err(Error::Remote {
+            code: code::AUTH,
+            ..
+        })
+    ));
     let s = client::bench(&config(&addr, params(Kind::Bench, 1), TOKEN)).unwrap();
     assert!(s.bytes > 0);
 }

@@ -1,0 +1,113 @@
+"""braid's engine against iperf3: prints figures, asserts nothing.
+
+    make bench-engine      (or: .venv/bin/python benches/engine.py)
+
+On a veth pair between two namespaces with no emulated delay (offloads on,
+as between two real hosts), in one run:
+1. memory to memory, 1, 4 and 9 streams of cubic: `braid bench` and
+   `iperf3 -P n`, throughput and CPU seconds per GB moved (both ends);
+2. file mode: `braid send` of a page-cached 2 GiB file (4 streams) into a
+   server root on tmpfs, against `braid bench` with the same streams.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from braidlab import engine
+from braidlab.engine import Method, Report
+from braidlab.netns import wait_until
+from braidlab.testbed import Pair
+
+SECONDS = 6
+STREAMS = (1, 4, 9)
+FILE_BYTES = 2 << 30
+
+
+def _iperf3(pair, n: int) -> dict:
+    server = pair.rcv.popen(["iperf3", "-s", "-1", "-p", "5201"])
+    time.sleep(0.3)
+    out = pair.snd.run("iperf3", "-c", pair.RCV_ADDR, "-p", "5201", "-P", str(n), "-t", str(SECONDS), "-C", "cubic",
+                       "-J", timeout=SECONDS + 30)
+    server.wait(30)
+    end = json.loads(out)["end"]
+    secs = end["sum_received"]["seconds"]
+    cpu = end["cpu_utilization_percent"]
+    gb = end["sum_received"]["bytes"] / 1e9
+    return {"gbps": end["sum_received"]["bits_per_second"] / 1e9,
+            "cpu_s_per_gb": (cpu["host_total"] + cpu["remote_total"]) / 100 * secs / gb}
+
+
+def _server_cpu(log: Path) -> float:
+    s = Report.summaries(log)
+    return s[-1]["cpu_seconds"] if s else 0.0
+
+
+def _braid(pair, n: int, log: Path) -> dict:
+    before = _server_cpu(log)
+    argv = engine.bench_argv(f"{pair.RCV_ADDR}:{engine.PORT}", SECONDS, pair.token, Method("parallel", n, cc="cubic"))
+    rep = Report.parse(pair.snd.run(*argv, timeout=SECONDS + 60))
+    wait_until(lambda: len(Report.summaries(log)) > pair.sessions, timeout=10)
+    pair.sessions += 1
+    s = rep.summary
+    gb = s["peer_bytes"] / 1e9
+    return {"gbps": s["peer_bytes"] * 8 / s["seconds"] / 1e9,
+            "cpu_s_per_gb": (s["cpu_seconds"] + _server_cpu(log) - before) / gb}
+
+
+def main() -> int:
+    shm = Path(tempfile.mkdtemp(prefix="braid-bench-", dir="/dev/shm"))
+    scratch = Path(tempfile.mkdtemp(prefix="braid-bench-", dir="/var/tmp"))
+    try:
+        with Pair(tag="bench") as pair:
+            pair.token = engine.token_file(scratch)
+            pair.sessions = 0
+            log = scratch / "serve.jsonl"
+            server = engine.serve(pair.rcv, shm, pair.token, log=log)
+            assert wait_until(lambda: str(engine.PORT) in pair.rcv.run("ss", "-tlnH"), timeout=10)
+            print(f"memory to memory, {SECONDS} s, cubic, veth pair (offloads on)")
+            print(f"{'streams':>7}  {'iperf3 Gb/s':>11}  {'braid Gb/s':>10}  {'ratio':>5}  "
+                  f"{'iperf3 CPU s/GB':>15}  {'braid CPU s/GB':>14}")
+            results = {}
+            for n in STREAMS:
+                i = _iperf3(pair, n)
+                b = _braid(pair, n, log)
+                results[n] = b
+                print(f"{n:>7}  {i['gbps']:>11.2f}  {b['gbps']:>10.2f}  {b['gbps'] / i['gbps']:>5.2f}  "
+                      f"{i['cpu_s_per_gb']:>15.3f}  {b['cpu_s_per_gb']:>14.3f}", flush=True)
+
+            src = scratch / "file.bin"
+            with open(src, "wb") as f:
+                block = os.urandom(1 << 24)
+                for k in range(FILE_BYTES // len(block)):
+                    f.write(block[k:] + block[:k])
+            subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True)  # into the page cache
+            before = _server_cpu(log)
+            argv = engine.client_argv("send", str(src), f"{pair.RCV_ADDR}:{engine.PORT}:f", token=pair.token,
+                                      method=Method("parallel", 4, cc="cubic"))
+            rep = Report.parse(pair.snd.run(*argv, timeout=300))
+            wait_until(lambda: len(Report.summaries(log)) > pair.sessions, timeout=10)
+            s = rep.summary
+            gbps = s["bytes"] * 8 / s["seconds"] / 1e9
+            cpu = (s["cpu_seconds"] + _server_cpu(log) - before) / (s["bytes"] / 1e9)
+            mem = results[4]
+            print(f"\nfile mode, page-cached {FILE_BYTES >> 30} GiB, 4 streams, into tmpfs, BLAKE3 at both ends")
+            print(f"  braid send  {gbps:6.2f} Gb/s  {cpu:.3f} CPU s/GB  = {gbps / mem['gbps'] * 100:.0f} % of "
+                  f"memory mode ({mem['gbps']:.2f} Gb/s)")
+            server.kill()
+            server.wait()
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
