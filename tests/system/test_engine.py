@@ -51,10 +51,6 @@ def _client(pair, *argv, timeout=120) -> tuple[int, Report, str]:
     return p.returncode, Report.parse(p.stdout), p.stderr
 
 
-def _server_summaries(pair) -> list[dict]:
-    return Report.summaries(pair.log)
-
-
 @pytest.mark.parametrize("method", [
     Method("combined", 3, virtual_rtt=10),
     Method("tcpp", 3, strength=2),
@@ -79,15 +75,15 @@ def test_pull_makes_the_server_the_sender_with_the_clients_mode(controls, pair, 
                                                      token=pair.token, method=method))
     assert rc == 0, err
     assert b3(tmp_path / "pull" / "f") == b3(src / "f")
-    assert wait_until(lambda: any(s["kind"] == "get" for s in _server_summaries(pair)), timeout=5)
-    s = [s for s in _server_summaries(pair) if s["kind"] == "get"][-1]
+    assert wait_until(lambda: any(s["kind"] == "get" for s in Report.summaries(pair.log)), timeout=5)
+    s = [s for s in Report.summaries(pair.log) if s["kind"] == "get"][-1]
     assert s["role"] == "sender" and [x["cc"] for x in s["streams"]] == method.controls()
     rc, rep, err = _client(pair, *engine.bench_argv(pair.target, 1, pair.token, Method("tcpp", 2, strength=1),
                                                     reverse=True))
     assert rc == 0, err
-    assert wait_until(lambda: any(s["kind"] == "bench" and s["role"] == "sender" for s in _server_summaries(pair)),
+    assert wait_until(lambda: any(s["kind"] == "bench" and s["role"] == "sender" for s in Report.summaries(pair.log)),
                       timeout=5)
-    s = [s for s in _server_summaries(pair) if s["kind"] == "bench" and s["role"] == "sender"][-1]
+    s = [s for s in Report.summaries(pair.log) if s["kind"] == "bench" and s["role"] == "sender"][-1]
     assert [x["cc"] for x in s["streams"]] == ["braid_tcpp", "braid_tcpp"]
 
 
@@ -149,22 +145,32 @@ def test_gigabyte_files_and_trees_arrive_identical_in_every_mode(controls, pair,
     sparse.unlink()
 
 
-def _data_ports(ns, server_port=engine.PORT) -> list[int]:
-    """Local ports of the client's connections to the server, oldest (control) first."""
-    out = ns.run("ss", "-tnHo", "state", "established", f"( dport = :{server_port} )")
-    return sorted(int(l.split()[2].rsplit(":", 1)[1]) for l in out.splitlines() if l.strip())
+def _client_ports(ns, server_port=engine.PORT) -> dict[int, int]:
+    """The client's connections to the server: local port -> bytes acknowledged."""
+    out = ns.run("ss", "-tinH", "state", "established", f"( dport = :{server_port} )")
+    ports, port = {}, None
+    for line in out.splitlines():
+        if not line[:1].isspace():
+            port = int(line.split()[2].rsplit(":", 1)[1])
+            ports[port] = 0
+        elif port is not None:
+            acked = [w for w in line.split() if w.startswith("bytes_acked:")]
+            ports[port] = int(acked[0].split(":")[1]) if acked else 0
+    return ports
 
 
 def test_a_killed_stream_is_replaced_and_the_file_is_identical(pair, record):
     f = pair.dir / "kill.bin"
     f.write_bytes(os.urandom(300 << 20))
     argv = engine.client_argv("send", str(f), f"{pair.target}:kill", token=pair.token,
-                              method=Method("parallel", 3)) + ["--limit", "600M"]
+                              method=Method("parallel", 3)) + ["--limit", "600mbit"]
     p = pair.snd.popen(argv)
     try:
-        assert wait_until(lambda: len(_data_ports(pair.snd)) == 4, timeout=10)
+        assert wait_until(lambda: len(_client_ports(pair.snd)) == 4, timeout=10)
         time.sleep(1.0)
-        victim = max(_data_ports(pair.snd))
+        # A data stream, not the control connection: the one that has carried the most.
+        ports = _client_ports(pair.snd)
+        victim = max(ports, key=ports.get)
         pair.snd.run("ss", "-K", "state", "established", f"( dport = :{engine.PORT} and sport = :{victim} )",
                      check=False)
         out, err = p.communicate(timeout=60)
@@ -185,7 +191,7 @@ def test_a_killed_sender_resumes_moving_only_what_is_missing(pair, record):
     f.write_bytes(os.urandom(400 << 20))
     streams, block = 3, 1 << 20
     argv = engine.client_argv("send", str(f), f"{pair.target}:res", token=pair.token,
-                              method=Method("parallel", streams)) + ["--limit", "800M"]
+                              method=Method("parallel", streams)) + ["--limit", "800mbit"]
     p = pair.snd.popen(argv)
     time.sleep(2.0)
     p.send_signal(signal.SIGKILL)

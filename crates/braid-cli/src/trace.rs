@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use braid::telemetry::round3;
 use braid_cc::{Controls, SocketSettings, Strength};
 use clap::Args;
 use serde_json::json;
@@ -175,10 +176,6 @@ pub fn trace(a: TraceArgs) -> Result<()> {
         let _ = w.join();
     }
     Ok(())
-}
-
-pub(crate) fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 pub fn sink(a: SinkArgs) -> Result<()> {

@@ -28,7 +28,7 @@ use braid_traffic::tally::{Bin, Tally};
 use braid_traffic::{icmp, stats};
 use clap::{Args, Subcommand};
 
-use crate::trace::round3;
+use braid::telemetry::round3;
 use serde_json::json;
 use socket2::{Domain, Protocol, Socket, Type};
 

@@ -10,6 +10,7 @@ use braid::session::{SocketOptions, Token};
 use braid::telemetry::{Output, Summary};
 use braid::{target, Error, Result};
 use braid_cc::Strength;
+use braid_link::spec::parse_rate;
 use braid_wire::{Kind, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
 use clap::{Args, ValueEnum};
 
@@ -48,7 +49,7 @@ pub struct SessionArgs {
     /// SO_SNDBUF/SO_RCVBUF in bytes (default: the kernel's autotuning).
     #[arg(long, value_parser = parse_size)]
     window: Option<u64>,
-    /// A rate limit for the whole session in bits per second, e.g. 200M (= 200e6).
+    /// A rate limit for the whole session, as tc writes rates: 200mbit, 1gbit, 50mbps.
     #[arg(long, value_parser = parse_rate)]
     limit: Option<u64>,
     /// JSON lines on stdout: interval records and a final summary.
@@ -123,7 +124,7 @@ pub struct ServeArgs {
     /// SO_SNDBUF/SO_RCVBUF in bytes (default: the kernel's autotuning).
     #[arg(long, value_parser = parse_size)]
     window: Option<u64>,
-    /// A rate limit per session in bits per second when this end sends, e.g. 1G.
+    /// A rate limit per session when this end sends, as tc writes rates: 1gbit.
     #[arg(long, value_parser = parse_rate)]
     limit: Option<u64>,
     /// Where braid's controls are pinned.
@@ -151,19 +152,6 @@ fn parse_size(s: &str) -> Result<u64, String> {
         return Err(format!("{s:?} must be above 0"));
     }
     Ok((n * mult as f64) as u64)
-}
-
-/// Rates in bits per second: k, M, G are powers of 1000 ("200M" = 2e8).
-fn parse_rate(s: &str) -> Result<u64, String> {
-    let bytes = parse_size(s)?;
-    let t = s.trim();
-    let scale = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
-        Some('k') => 1000.0 / 1024.0,
-        Some('m') => 1e6 / (1u64 << 20) as f64,
-        Some('g') => 1e9 / (1u64 << 30) as f64,
-        _ => 1.0,
-    };
-    Ok((bytes as f64 * scale).round() as u64)
 }
 
 fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
@@ -375,7 +363,5 @@ mod tests {
         assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
         assert!(parse_size("12x").unwrap_err().contains("suffix"));
         assert!(parse_size("0").is_err());
-        assert_eq!(parse_rate("200M").unwrap(), 200_000_000);
-        assert_eq!(parse_rate("1.5k").unwrap(), 1500);
     }
 }

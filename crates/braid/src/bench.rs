@@ -3,10 +3,15 @@
 
 use std::net::Shutdown;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use braid_wire::Message;
 
 use crate::conn::Conn;
+use crate::engine::Life;
+use crate::error::Result;
 use crate::pacer::Pacer;
+use crate::session::unexpected;
 use crate::telemetry::Telemetry;
 
 const CHUNK: usize = 128 * 1024;
@@ -51,4 +56,33 @@ pub fn receive(stream: usize, conn: Conn, tel: &Arc<Telemetry>) -> u64 {
         tel.add(stream, k as u64);
     }
     n
+}
+
+/// The sending end's close: once its `n` streams are done (or `wait` has
+/// passed), it tells its count and returns the receiver's.
+pub fn close_sending(
+    ctrl: &mut Conn,
+    life: &Life,
+    n: usize,
+    wait: Duration,
+    tel: &Telemetry,
+) -> Result<u64> {
+    life.finished.wait(n, &life.abort, wait);
+    ctrl.send(&Message::Close { bytes: tel.total() })?;
+    match ctrl.recv()? {
+        Message::Close { bytes } => Ok(bytes),
+        m => Err(unexpected("the receiver's count", &m)),
+    }
+}
+
+/// The receiving end's close: the sender's count comes first, then the
+/// streams drain and this end answers with what it got.
+pub fn close_receiving(ctrl: &mut Conn, life: &Life, n: usize, tel: &Telemetry) -> Result<u64> {
+    let sent = match ctrl.recv()? {
+        Message::Close { bytes } => bytes,
+        m => return Err(unexpected("the end of the bench", &m)),
+    };
+    life.finished.wait(n, &life.abort, Duration::from_secs(30));
+    ctrl.send(&Message::Close { bytes: tel.total() })?;
+    Ok(sent)
 }

@@ -114,7 +114,6 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let sampler = tel.spawn_sampler(cfg.interval);
     let life = Life::default();
     let streams = life.streams(n, cfg.output == Output::Json);
-    let (abort, done, finished) = (&life.abort, &life.done, &life.finished);
     let duration = Duration::from_millis(cfg.params.duration_ms as u64);
     let deadline = Instant::now() + duration;
     let pacer = cfg.limit_bps.map(Pacer::new);
@@ -131,30 +130,18 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) =
             if reverse { &recv_work } else { &send_work };
         streams.dial(s, &dial, work);
-        let r = (|| {
-            if reverse {
-                let sent = match o.ctrl.recv()? {
-                    Message::Close { bytes } => bytes,
-                    m => return Err(session::unexpected("the end of the bench", &m)),
-                };
-                finished.wait(n, abort, Duration::from_secs(30));
-                o.ctrl.send(&Message::Close { bytes: tel.total() })?;
-                Ok(sent)
-            } else {
-                finished.wait(n, abort, duration + Duration::from_secs(30));
-                o.ctrl.send(&Message::Close { bytes: tel.total() })?;
-                match o.ctrl.recv()? {
-                    Message::Close { bytes } => Ok(bytes),
-                    m => Err(session::unexpected("the receiver's count", &m)),
-                }
-            }
-        })();
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
-        if r.is_err() {
-            abort.stop();
-            engine::shut_all(&tel);
-        }
-        r
+        let r = if reverse {
+            bench::close_receiving(&mut o.ctrl, &life, n, &tel)
+        } else {
+            bench::close_sending(
+                &mut o.ctrl,
+                &life,
+                n,
+                duration + Duration::from_secs(30),
+                &tel,
+            )
+        };
+        life.end(r, &tel)
     });
     let mut summary = tel.finish(
         "bench",
@@ -162,7 +149,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         mode_name(&cfg.params),
     );
     let _ = sampler.join();
-    if let Some(e) = abort.take() {
+    if let Some(e) = life.abort.take() {
         return Err(e);
     }
     summary.peer_bytes = Some(peer?);
@@ -185,22 +172,9 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         files: files.iter().map(|s| s.entry.clone()).collect(),
     })?;
     let session = accepted(&mut o.ctrl)?;
-    let held = read_ranges(&mut o.ctrl, files.len())?;
+    let held = engine::read_ranges(&mut o.ctrl, files.len())?;
     let sending = controls(cfg, session)?;
     run_sender(cfg, o, session, &files, &held, Some(&sending), "send")
-}
-
-fn read_ranges(ctrl: &mut Conn, n: usize) -> Result<Vec<RangeSet>> {
-    let mut held = vec![RangeSet::new(); n];
-    for _ in 0..n {
-        match ctrl.recv()? {
-            Message::Ranges { file, ranges } if (file as usize) < n => {
-                held[file as usize] = RangeSet::from_ranges(&ranges)
-            }
-            m => return Err(session::unexpected("the receiver's ranges", &m)),
-        }
-    }
-    Ok(held)
 }
 
 fn run_sender(
@@ -227,7 +201,6 @@ fn run_sender(
     let sampler = tel.spawn_sampler(cfg.interval);
     let life = Life::default();
     let streams = life.streams(n, cfg.output == Output::Json);
-    let (abort, done) = (&life.abort, &life.done);
     let Opened { ctrl, key, addr } = o;
     let dial = dialer(cfg, addr, key, session, sending);
     let work = engine::send_work(&shared);
@@ -239,16 +212,13 @@ fn run_sender(
             tx,
             rx,
             &shared,
-            abort,
-            done,
+            &life,
             cfg.output == Output::Json,
         );
         if r.is_err() {
-            abort.stop();
             shared.abort();
-            engine::shut_all(&tel);
         }
-        r
+        life.end(r, &tel)
     });
     let mut summary = tel.finish(kind, "sender", mode_name(&cfg.params));
     let _ = sampler.join();
@@ -289,30 +259,24 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let resume = cfg.params.flags & FLAG_RESUME != 0;
-    let shared = match RecvShared::new(local, &files, resume, cfg.params.block_size, tel.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            o.ctrl.send_error(&e);
-            return Err(e);
-        }
-    };
-    for (i, r) in shared.held().into_iter().enumerate() {
-        o.ctrl.send(&Message::Ranges {
-            file: i as u32,
-            ranges: r,
-        })?;
-    }
+    let shared = o.ctrl.tell(RecvShared::new(
+        local,
+        &files,
+        resume,
+        cfg.params.block_size,
+        tel.clone(),
+    ))?;
+    engine::send_held(&mut o.ctrl, &shared)?;
     let sampler = tel.spawn_sampler(cfg.interval);
     let life = Life::default();
     let streams = life.streams(n, cfg.output == Output::Json);
-    let (abort, done) = (&life.abort, &life.done);
     let dial = dialer(cfg, o.addr, o.key, session, None);
     let Conn { r, w } = o.ctrl;
     let w = Mutex::new(w);
     let work = engine::receive_work(&shared, &w);
     let res = thread::scope(|s| {
         streams.dial(s, &dial, &work);
-        engine::drive_receiver(r, &w, &shared, abort, done)
+        engine::drive_receiver(r, &w, &shared, &life)
     });
     let mut summary = tel.finish("get", "receiver", mode_name(&cfg.params));
     let _ = sampler.join();

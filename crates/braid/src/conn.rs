@@ -68,6 +68,14 @@ impl Conn {
     pub fn send_error(&mut self, e: &Error) {
         self.w.send_error(e)
     }
+
+    /// Passes `r` through, telling the peer first if it is an error.
+    pub fn tell<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.send_error(e);
+        }
+        r
+    }
 }
 
 impl FrameWriter {

@@ -14,6 +14,7 @@ use braid_wire::Message;
 use crate::conn::{Conn, FrameWriter};
 use crate::error::{Error, Result};
 use crate::manifest::Source;
+use crate::ranges::RangeSet;
 use crate::receive::{self, Ended, RecvShared};
 use crate::send::{self, Event, SendShared};
 use crate::session::unexpected;
@@ -99,6 +100,17 @@ pub struct Life {
 }
 
 impl Life {
+    /// The end of a session's control exchange: streams ending from now on
+    /// are no loss, and a failed exchange stops and closes every stream.
+    pub fn end<T>(&self, r: Result<T>, tel: &crate::telemetry::Telemetry) -> Result<T> {
+        self.done.store(true, Ordering::SeqCst);
+        if r.is_err() {
+            self.abort.stop();
+            shut_all(tel);
+        }
+        r
+    }
+
     pub fn streams(&self, n: usize, quiet: bool) -> Streams<'_> {
         Streams {
             n,
@@ -256,17 +268,16 @@ pub fn shut_all(tel: &crate::telemetry::Telemetry) {
 /// The sending end's control loop: a file is announced as verified-ready
 /// (`Verify`) once all its blocks are acknowledged and its hash is known;
 /// the session ends with `Close` once the receiver has confirmed every file.
-#[allow(clippy::too_many_arguments)] // the session's parts, each owned elsewhere
 pub fn drive_sender(
     ctrl: Conn,
     sources: &[Source],
     events_tx: Sender<Event>,
     events: Receiver<Event>,
     shared: &SendShared,
-    abort: &Abort,
-    done: &AtomicBool,
+    life: &Life,
     quiet: bool,
 ) -> Result<u64> {
+    let (abort, done) = (&life.abort, &life.done);
     let Conn { mut r, mut w } = ctrl;
     let reader_tx = events_tx.clone();
     thread::spawn(move || loop {
@@ -309,7 +320,7 @@ pub fn drive_sender(
                 hashes[f as usize] = Some(h);
                 f
             }
-            Event::HashFailed(_, why) => {
+            Event::SourceFailed(_, why) => {
                 return fail(
                     &mut w,
                     Error::io(why, std::io::Error::other("source changed")),
@@ -380,9 +391,9 @@ pub fn drive_receiver(
     mut r: crate::conn::FrameReader,
     w: &Mutex<FrameWriter>,
     shared: &RecvShared,
-    abort: &Abort,
-    done: &AtomicBool,
+    life: &Life,
 ) -> Result<u64> {
+    let (abort, done) = (&life.abort, &life.done);
     let stop = AtomicBool::new(false);
     let result = thread::scope(|s| {
         s.spawn(|| {
@@ -447,6 +458,31 @@ pub fn drive_receiver(
         }
     }
     result
+}
+
+/// Reads the receiver's `Ranges`, one per file of the manifest.
+pub fn read_ranges(ctrl: &mut Conn, n: usize) -> Result<Vec<RangeSet>> {
+    let mut held = vec![RangeSet::new(); n];
+    for _ in 0..n {
+        match ctrl.recv()? {
+            Message::Ranges { file, ranges } if (file as usize) < n => {
+                held[file as usize] = RangeSet::from_ranges(&ranges)
+            }
+            m => return Err(unexpected("the receiver's ranges", &m)),
+        }
+    }
+    Ok(held)
+}
+
+/// Tells the sender what the receiver holds of each file.
+pub fn send_held(ctrl: &mut Conn, shared: &RecvShared) -> Result<()> {
+    for (i, r) in shared.held().into_iter().enumerate() {
+        ctrl.send(&Message::Ranges {
+            file: i as u32,
+            ranges: r,
+        })?;
+    }
+    Ok(())
 }
 
 /// A channel for the sending end's events.

@@ -77,9 +77,30 @@ fn source(local: &Path, path: &str, meta: &fs::Metadata) -> Source {
             path: path.to_owned(),
             size: meta.len(),
             mode: meta.permissions().mode() & 0o7777,
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            mtime_ns: mtime_ns(meta),
         },
         local: local.to_owned(),
+    }
+}
+
+/// A file's modification time in nanoseconds since the epoch, as manifests carry it.
+pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
+    meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
+}
+
+/// BLAKE3 of a file's content, and how many bytes it had.
+pub fn blake3_file(path: &Path) -> std::io::Result<([u8; 32], u64)> {
+    let mut f = fs::File::open(path)?;
+    let mut h = blake3::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let k = std::io::Read::read(&mut f, &mut buf)?;
+        if k == 0 {
+            return Ok((*h.finalize().as_bytes(), n));
+        }
+        h.update(&buf[..k]);
+        n += k as u64;
     }
 }
 

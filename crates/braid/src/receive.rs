@@ -6,18 +6,19 @@
 //! name never holds a partial file.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use braid_wire::{FileEntry, Message};
 use serde::{Deserialize, Serialize};
 
 use crate::conn::Conn;
 use crate::error::{code, Error, Result};
+use crate::manifest::mtime_ns;
 use crate::pathsafe;
 use crate::ranges::RangeSet;
 use crate::telemetry::Telemetry;
@@ -277,27 +278,10 @@ impl Incoming {
     }
 }
 
-fn mtime_ns(m: &fs::Metadata) -> i64 {
-    m.modified()
-        .ok()
-        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map_or(i64::MIN, |d| d.as_nanos() as i64)
-}
-
 fn hash_path(p: &Path) -> Result<[u8; 32]> {
-    let mut f = File::open(p).map_err(|e| Error::io(format!("opening {}", p.display()), e))?;
-    let mut h = blake3::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(*h.finalize().as_bytes())
+    crate::manifest::blake3_file(p)
+        .map(|(h, _)| h)
+        .map_err(|e| Error::io(format!("hashing {}", p.display()), e))
 }
 
 pub fn hex(b: &[u8]) -> String {

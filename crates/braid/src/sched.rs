@@ -122,10 +122,6 @@ impl Scheduler {
     pub fn is_done(&self) -> bool {
         self.queue.is_empty() && self.streams.iter().all(|s| s.in_flight.is_empty())
     }
-
-    pub fn in_flight(&self, stream: usize) -> usize {
-        self.streams[stream].in_flight.len()
-    }
 }
 
 #[cfg(test)]

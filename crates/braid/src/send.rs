@@ -3,7 +3,6 @@
 //! a hashing thread computes each file's BLAKE3 for the end-to-end check.
 
 use std::fs::File;
-use std::io::Read;
 use std::net::Shutdown;
 use std::os::unix::fs::FileExt;
 use std::sync::mpsc::Sender;
@@ -28,8 +27,8 @@ pub enum Event {
     Acked(u32),
     /// A file's whole-content hash is ready.
     Hashed(u32, [u8; 32]),
-    /// Hashing failed (the file went away or changed size).
-    HashFailed(u32, String),
+    /// A source file could not be read or hashed, or changed size.
+    SourceFailed(u32, String),
     /// A message on the control connection, or its end.
     Control(Result<Message>),
     /// A stream's connection died; its blocks are queued again.
@@ -47,7 +46,6 @@ pub struct SendShared {
     st: Mutex<State>,
     cv: Condvar,
     files: Vec<File>,
-    sizes: Vec<u64>,
     block_size: u32,
     events: Sender<Event>,
     pub tel: Arc<Telemetry>,
@@ -79,11 +77,10 @@ impl SendShared {
                     .map_err(|e| Error::io(format!("opening {}", s.local.display()), e))
             })
             .collect::<Result<Vec<_>>>()?;
-        let sizes: Vec<u64> = sources.iter().map(|s| s.entry.size).collect();
-        let plan: Vec<(u64, RangeSet)> = sizes
+        let plan: Vec<(u64, RangeSet)> = sources
             .iter()
             .zip(held)
-            .map(|(s, h)| (*s, h.clone()))
+            .map(|(s, h)| (s.entry.size, h.clone()))
             .collect();
         let sched = Scheduler::new(&plan, block_size, streams);
         let to_move: u64 = plan.iter().map(|(s, h)| s - h.covered().min(*s)).sum();
@@ -100,7 +97,6 @@ impl SendShared {
             }),
             cv: Condvar::new(),
             files,
-            sizes,
             block_size,
             events,
             tel,
@@ -218,7 +214,7 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
             Next::Block(b) => {
                 let data = &mut buf[..b.len as usize];
                 if let Err(e) = shared.files[b.file as usize].read_exact_at(data, b.offset) {
-                    let _ = shared.events.send(Event::HashFailed(
+                    let _ = shared.events.send(Event::SourceFailed(
                         b.file,
                         format!("reading at {}: {e}", b.offset),
                     ));
@@ -263,7 +259,7 @@ pub fn spawn_hasher(sources: Vec<Source>, events: Sender<Event>) -> thread::Join
                     }
                 }
                 Err(e) => {
-                    let _ = events.send(Event::HashFailed(i as u32, e));
+                    let _ = events.send(Event::SourceFailed(i as u32, e));
                     return;
                 }
             }
@@ -272,32 +268,14 @@ pub fn spawn_hasher(sources: Vec<Source>, events: Sender<Event>) -> thread::Join
 }
 
 /// BLAKE3 of a file that must still be `size` bytes long.
-pub fn hash_file(path: &std::path::Path, size: u64) -> Result<[u8; 32], String> {
-    let mut f = File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
-    let mut h = blake3::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut n = 0u64;
-    loop {
-        let k = f
-            .read(&mut buf)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        if k == 0 {
-            break;
-        }
-        h.update(&buf[..k]);
-        n += k as u64;
-    }
+fn hash_file(path: &std::path::Path, size: u64) -> Result<[u8; 32], String> {
+    let (hash, n) = crate::manifest::blake3_file(path)
+        .map_err(|e| format!("hashing {}: {e}", path.display()))?;
     if n != size {
         return Err(format!(
             "{} changed size while being sent: {size} then {n} bytes",
             path.display()
         ));
     }
-    Ok(*h.finalize().as_bytes())
-}
-
-impl SendShared {
-    pub fn size(&self, file: u32) -> u64 {
-        self.sizes[file as usize]
-    }
+    Ok(hash)
 }

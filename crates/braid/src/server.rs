@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -180,11 +179,7 @@ fn control(
         Message::Open(p) => p,
         m => return Err(session::unexpected("the session's parameters", &m)),
     };
-    if let Err(why) = plan::check(&params) {
-        let e = Error::Usage(why);
-        conn.send_error(&e);
-        return Err(e);
-    }
+    conn.tell(plan::check(&params).map_err(Error::Usage))?;
     let _ = conn.stream().set_read_timeout(None);
     let session = u64::from_be_bytes(session::random()?);
     let (tx, rx) = mpsc::channel();
@@ -233,7 +228,6 @@ fn run_session(
     let tel = Telemetry::new(n, Output::Quiet);
     let life = Life::default();
     let streams = life.streams(n, cfg.output != Output::Human);
-    let (abort, done, finished) = (&life.abort, &life.done, &life.finished);
     let controls = plan::stream_controls(p, session);
     let sending =
         matches!(p.kind, Kind::Get) || (p.kind == Kind::Bench && p.flags & FLAG_REVERSE != 0);
@@ -242,13 +236,7 @@ fn run_session(
     } else {
         Ok(None)
     };
-    let maps = match maps {
-        Ok(m) => m,
-        Err(e) => {
-            conn.send_error(&e);
-            return Err(e);
-        }
-    };
+    let maps = conn.tell(maps)?;
     // Whichever end sends sets the controls, on accepted sockets too.
     let with_control = |i: usize, conn: &Conn| -> Result<()> {
         if sending {
@@ -283,30 +271,18 @@ fn run_session(
             };
             thread::scope(|s| {
                 streams.accept(s, rx, &work);
-                let r = (|| {
-                    if sending {
-                        finished.wait(n, abort, duration + Duration::from_secs(30));
-                        conn.send(&Message::Close { bytes: tel.total() })?;
-                        match conn.recv()? {
-                            Message::Close { bytes } => Ok(bytes),
-                            m => Err(session::unexpected("the receiver's count", &m)),
-                        }
-                    } else {
-                        let sent = match conn.recv()? {
-                            Message::Close { bytes } => bytes,
-                            m => return Err(session::unexpected("the end of the bench", &m)),
-                        };
-                        finished.wait(n, abort, Duration::from_secs(30));
-                        conn.send(&Message::Close { bytes: tel.total() })?;
-                        Ok(sent)
-                    }
-                })();
-                done.store(true, Ordering::SeqCst);
-                if r.is_err() {
-                    abort.stop();
-                    engine::shut_all(&tel);
-                }
-                r
+                let r = if sending {
+                    bench::close_sending(
+                        &mut conn,
+                        &life,
+                        n,
+                        duration + Duration::from_secs(30),
+                        &tel,
+                    )
+                } else {
+                    bench::close_receiving(&mut conn, &life, n, &tel)
+                };
+                life.end(r, &tel)
             })?
         }
         Kind::Send => {
@@ -315,32 +291,22 @@ fn run_session(
                 m => return Err(session::unexpected("the manifest", &m)),
             };
             files = manifest.len();
-            let shared = match RecvShared::new(
+            let resume = p.flags & FLAG_RESUME != 0;
+            let shared = conn.tell(RecvShared::new(
                 &cfg.root,
                 &manifest,
-                p.flags & FLAG_RESUME != 0,
+                resume,
                 p.block_size,
                 tel.clone(),
-            ) {
-                Ok(s) => s,
-                Err(e) => {
-                    conn.send_error(&e);
-                    return Err(e);
-                }
-            };
+            ))?;
             conn.send(&Message::Accepted { session })?;
-            for (i, r) in shared.held().into_iter().enumerate() {
-                conn.send(&Message::Ranges {
-                    file: i as u32,
-                    ranges: r,
-                })?;
-            }
+            engine::send_held(&mut conn, &shared)?;
             let Conn { r, w } = conn;
             let w = Mutex::new(w);
             let work = engine::receive_work(&shared, &w);
             thread::scope(|s| {
                 streams.accept(s, rx, &work);
-                engine::drive_receiver(r, &w, &shared, abort, done)
+                engine::drive_receiver(r, &w, &shared, &life)
             })?
         }
         Kind::Get => {
@@ -348,27 +314,13 @@ fn run_session(
                 Message::Manifest { files } => files.into_iter().map(|f| f.path).collect(),
                 m => return Err(session::unexpected("the paths to get", &m)),
             };
-            let sources = match manifest::resolve_request(&cfg.root, &wanted) {
-                Ok(s) => s,
-                Err(e) => {
-                    conn.send_error(&e);
-                    return Err(e);
-                }
-            };
+            let sources = conn.tell(manifest::resolve_request(&cfg.root, &wanted))?;
             files = sources.len();
             conn.send(&Message::Accepted { session })?;
             conn.send(&Message::Manifest {
                 files: sources.iter().map(|s| s.entry.clone()).collect(),
             })?;
-            let mut held = vec![crate::ranges::RangeSet::new(); sources.len()];
-            for _ in 0..sources.len() {
-                match conn.recv()? {
-                    Message::Ranges { file, ranges } if (file as usize) < held.len() => {
-                        held[file as usize] = crate::ranges::RangeSet::from_ranges(&ranges)
-                    }
-                    m => return Err(session::unexpected("the receiver's ranges", &m)),
-                }
-            }
+            let held = engine::read_ranges(&mut conn, sources.len())?;
             let (tx, ev) = engine::events();
             let shared = SendShared::new(
                 &sources,
@@ -386,13 +338,11 @@ fn run_session(
             };
             let r = thread::scope(|s| {
                 streams.accept(s, rx, &work);
-                let r = engine::drive_sender(conn, &sources, tx, ev, &shared, abort, done, true);
+                let r = engine::drive_sender(conn, &sources, tx, ev, &shared, &life, true);
                 if r.is_err() {
-                    abort.stop();
                     shared.abort();
-                    engine::shut_all(&tel);
                 }
-                r
+                life.end(r, &tel)
             })?;
             requeued = shared.requeued();
             r
