@@ -1,4 +1,4 @@
-"""braidlab command line: `braidlab demo|path|clean`."""
+"""braidlab command line: `braidlab demo|run|report|controls|path|clean`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,30 @@ from . import netns
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="braidlab", description="braid's laboratory")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="braid's congestion controls at work on a namespace path")
-    d.add_argument("--seconds", type=float, default=6.0, help="sending time per control")
+    d = sub.add_parser("demo", help="the quick Hacker 2004 experiment, its table beside the paper's, an HTML report",
+                       description="Runs `braidlab run hacker2004 --quick` (single, parallel-9, combined-9, "
+                                   "tcpp-9 and bbr against 5 TCP flows and against stiff UDP 1-10 Mb/s), prints "
+                                   "our table beside the paper's and the claims' verdicts, writes the report.")
+    d.add_argument("--out", help="results directory (default runs/hacker2004-quick-TIME)")
+    c = sub.add_parser("controls", help="braid's congestion controls at work on a namespace path")
+    c.add_argument("--seconds", type=float, default=6.0, help="sending time per control")
     sub.add_parser("clean", help="remove testbeds left behind by killed runs")
+    r = sub.add_parser("run", help="run an experiment of experiments/ on emulated dumbbells",
+                       description="Runs every method x scenario x repetition of EXPERIMENT (a name from "
+                                   "experiments/ or a .toml path) in random order. Give the same --out again to "
+                                   "continue an interrupted run.")
+    r.add_argument("experiment")
+    size = r.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="the short variant (the default)")
+    size.add_argument("--full", action="store_true", help="the paper's durations and repetitions")
+    r.add_argument("--repeat", type=int, help="repetitions of every cell (default: the variant's)")
+    r.add_argument("--out", help="results directory (default runs/EXPERIMENT-VARIANT-TIME)")
+    r.add_argument("--seed", type=int, help="seed of the cells' random order")
+    rep = sub.add_parser("report", help="markdown and HTML report of run directories",
+                         description="Writes report.md and a self-contained report.html (figures inlined) from "
+                                     "the results directories of `braidlab run`.")
+    rep.add_argument("results", nargs="+", help="run directories")
+    rep.add_argument("--out", help="where the report goes (default: RESULTS/report of the first)")
     p = sub.add_parser("path", help="run a command across an emulated path built by hand",
                        description="Builds sender -> braid-link -> receiver, runs COMMAND on the sender with "
                                    "{peer} replaced by the receiver's address, then removes the path.")
@@ -30,11 +51,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "demo":
         from . import demo
 
-        demo.run(seconds=args.seconds)
+        return demo.main(args)
+    if args.cmd == "controls":
+        from . import controls
+
+        controls.run(seconds=args.seconds)
     elif args.cmd == "path":
         from . import path
 
         return path.main(args)
+    elif args.cmd == "run":
+        from . import runner
+
+        return runner.main(args)
+    elif args.cmd == "report":
+        from . import report
+
+        return report.main(args)
     elif args.cmd == "clean":
         removed = netns.clean()
         print(f"removed {len(removed)} stale namespace(s)" + (": " + " ".join(removed) if removed else ""))

@@ -1,0 +1,129 @@
+"""A paper's claims checked against our measurements: pure functions from
+the per-cell table (results.table) and a claim (a [[claim]] of the
+experiment file) to a verdict.
+
+A claim compares medians over repetitions of one metric. `a` and `b` name a
+method or a shell pattern of methods ("reno-*"): a pattern stands for the
+mean of its methods' medians. Kinds:
+  less          a + margin < b               (margin in the metric's units)
+  ratio_within  low <= a / b <= high
+  within        low <= a <= high, for every method `a` matches
+  bound         `metric` <= `other` in at least `fraction` of the cells of `a`
+  knee_order    the knee (metrics.knee over `streams`) falls at no fewer streams in
+                each listed scenario than in the next
+A claim may name a `scenario`; else every scenario counts. A `note` is shown
+when the claim does not hold: what is known about why.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from . import metrics
+
+
+@dataclass
+class Verdict:
+    id: str
+    text: str
+    status: str  # holds | does not hold | not measured
+    detail: str
+    note: str = ""
+
+    @property
+    def holds(self) -> bool:
+        return self.status == "holds"
+
+
+def _fmt(metric: str, x: float) -> str:
+    if metric in ("appropriation", "effectiveness", "utilisation", "method_loss_ratio", "udp_loss",
+                  "link_drop_ratio", "jain"):
+        return f"{100 * x:.1f} %"
+    return f"{x:.3g}"
+
+
+def medians(rows: list[dict], metric: str, scenario: str | None = None) -> dict[str, float]:
+    """Median of `metric` per method, over the repetitions that measured it."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if (scenario is None or r["scenario"] == scenario) and r.get(metric) is not None:
+            by[r["method"]].append(r[metric])
+    return {m: statistics.median(v) for m, v in by.items()}
+
+
+def _value(meds: dict[str, float], pattern: str) -> float | None:
+    hit = [v for m, v in meds.items() if fnmatch.fnmatchcase(m, pattern)]
+    return statistics.fmean(hit) if hit else None
+
+
+def check(claim: dict, rows: list[dict]) -> Verdict:
+    kind, metric = claim["check"], claim.get("metric", "")
+    scenario = claim.get("scenario")
+    v = Verdict(claim["id"], claim["text"], "not measured", "", claim.get("note", ""))
+    meds = medians(rows, metric, scenario) if metric else {}
+    where = f" ({scenario})" if scenario else ""
+    if kind in ("less", "ratio_within"):
+        a, b = _value(meds, claim["a"]), _value(meds, claim["b"])
+        if a is None or b is None:
+            v.detail = f"{metric}{where}: no data for {claim['a'] if a is None else claim['b']}"
+            return v
+        if kind == "less":
+            margin = claim.get("margin", 0.0)
+            ok = a + margin < b
+            v.detail = (f"{metric}{where}: {claim['a']} {_fmt(metric, a)} vs {claim['b']} {_fmt(metric, b)}"
+                        + (f" (needs a gap above {_fmt(metric, margin)})" if margin else ""))
+        else:
+            ratio = a / b if b else float("inf")
+            ok = claim["low"] <= ratio <= claim["high"]
+            v.detail = (f"{metric}{where}: {claim['a']} / {claim['b']} = {_fmt(metric, a)} / {_fmt(metric, b)} = "
+                        f"{ratio:.2f} (want {claim['low']}-{claim['high']})")
+    elif kind == "within":
+        hit = {m: x for m, x in meds.items() if fnmatch.fnmatchcase(m, claim["a"])}
+        if not hit:
+            v.detail = f"{metric}{where}: no data for {claim['a']}"
+            return v
+        lo, hi = claim.get("low", float("-inf")), claim.get("high", float("inf"))
+        bad = {m: x for m, x in hit.items() if not lo <= x <= hi}
+        ok = not bad
+        shown = bad or hit
+        v.detail = (f"{metric}{where}: " + ", ".join(f"{m} {_fmt(metric, x)}" for m, x in sorted(shown.items()))
+                    + f" (want {_fmt(metric, lo) if lo != float('-inf') else '-'} to "
+                      f"{_fmt(metric, hi) if hi != float('inf') else '-'})")
+    elif kind == "bound":
+        other = claim["other"]
+        pairs = [(r[metric], r[other]) for r in rows
+                 if fnmatch.fnmatchcase(r["method"], claim["a"]) and (scenario is None or r["scenario"] == scenario)
+                 and r.get(metric) is not None and r.get(other) is not None]
+        if not pairs:
+            v.detail = f"{metric} against {other}: no cells"
+            return v
+        share = sum(x <= y for x, y in pairs) / len(pairs)
+        ok = share >= claim.get("fraction", 1.0)
+        v.detail = (f"{metric} <= {other} in {sum(x <= y for x, y in pairs)} of {len(pairs)} cells "
+                    f"(want {100 * claim.get('fraction', 1.0):.0f} %)")
+    elif kind == "knee_order":
+        knees = []
+        for sc in claim["scenarios"]:
+            per_n: dict[int, list[float]] = defaultdict(list)
+            for r in rows:
+                if r["scenario"] == sc and fnmatch.fnmatchcase(r["method"], claim.get("a", "*")):
+                    per_n[r["streams"]].append(r[metric])
+            ns = sorted(per_n)
+            knees.append(metrics.knee(ns, [statistics.median(per_n[n]) for n in ns]) if ns else None)
+        if any(k is None for k in knees):
+            v.detail = "knee: a scenario has no data"
+            return v
+        ok = all(x >= y for x, y in zip(knees, knees[1:]))
+        v.detail = "knee (fewest streams reaching 90 % of the best): " + ", ".join(
+            f"{sc} {k:g}" for sc, k in zip(claim["scenarios"], knees))
+    else:
+        raise ValueError(f"claim {claim['id']}: unknown check {kind!r}")
+    v.status = "holds" if ok else "does not hold"
+    return v
+
+
+def check_all(claims: list[dict], rows: list[dict]) -> list[Verdict]:
+    return [check(c, rows) for c in claims]

@@ -1,0 +1,348 @@
+"""Experiments are data: one TOML file per paper in experiments/, read here
+into a plan of cells (scenario x method x repetition). Pure: no I/O beyond
+reading the file.
+
+A file has a `[path]` (the emulated dumbbell every scenario starts from),
+`[[scenario]]`s (cross traffic and path changes), `[[method]]`s (how braid
+moves data; a list in any field makes one method per value, and the name is
+a template over the fields: "parallel-{streams}") and `[quick]`/`[full]`
+variants choosing methods, scenarios, durations and repetitions.
+See experiments/README.md for every key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import random
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .engine import Method
+
+VARIANTS = ("quick", "full")
+MODES = ("single", "parallel", "combined", "tcpp")
+_RATE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit)$")
+_TIME = re.compile(r"^\d+(\.\d+)?(us|ms|s)$")
+
+
+class ExperimentError(ValueError):
+    """An experiment file that cannot be run, and why."""
+
+
+def rate_bps(text: str) -> float:
+    """tc's words: 100mbit -> 1e8."""
+    if not isinstance(text, str) or not _RATE.match(text):
+        raise ExperimentError(f"rate {text!r}: want a number and bit|kbit|mbit|gbit, e.g. 100mbit")
+    n, unit = re.match(r"^([\d.]+)(\w+)$", text).groups()
+    return float(n) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit]
+
+
+def seconds_of(text: str) -> float:
+    """34ms -> 0.034."""
+    if not isinstance(text, str) or not _TIME.match(text):
+        raise ExperimentError(f"time {text!r}: want a number and us|ms|s, e.g. 34ms")
+    n, unit = re.match(r"^([\d.]+)(\w+)$", text).groups()
+    return float(n) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """The dumbbell: bottleneck rate, round-trip delay, queue, random loss."""
+
+    rate: str = "100mbit"
+    rtt: str = "68ms"
+    queue: str = "droptail"  # droptail | red
+    limit: int = 300  # packets (drop-tail), or RED's hard limit in packets
+    red: dict = field(default_factory=dict)  # min, max (packets), probability
+    loss: float = 0.0  # random loss probability, forward direction
+    access: str | None = None  # hosts' link rate; None: unlimited
+    mtu: int = 1500
+    sack: bool = True
+    timestamps: bool = True
+    seed: int = 1
+
+    def check(self) -> None:
+        rate_bps(self.rate)
+        seconds_of(self.rtt)
+        if self.access is not None:
+            rate_bps(self.access)
+        if self.queue not in ("droptail", "red"):
+            raise ExperimentError(f"path.queue {self.queue!r}: want droptail or red")
+        if not 1 <= self.limit <= 100_000:
+            raise ExperimentError(f"path.limit {self.limit}: want 1..100000 packets")
+        if not 0 <= self.loss < 1:
+            raise ExperimentError(f"path.loss {self.loss}: want a probability in [0, 1)")
+        if not 576 <= self.mtu <= 9000:
+            raise ExperimentError(f"path.mtu {self.mtu}: want 576..9000")
+        if self.queue == "red":
+            missing = {"min", "max", "probability"} - set(self.red)
+            if missing:
+                raise ExperimentError(f"path.red lacks {', '.join(sorted(missing))}")
+            if not 0 < self.red["min"] < self.red["max"] <= self.limit:
+                raise ExperimentError(f"path.red: want 0 < min < max <= limit, got {self.red} limit {self.limit}")
+
+    @property
+    def rate_bps(self) -> float:
+        return rate_bps(self.rate)
+
+    def forward_spec(self) -> str:
+        """braid-link's words for the sender -> receiver direction."""
+        one_way = seconds_of(self.rtt) / 2
+        words = [f"rate {self.rate}", f"delay {one_way * 1e3:g}ms"]
+        if self.queue == "red":
+            # RED thresholds in packets of the path's MTU, as the papers give them.
+            avpkt = self.mtu
+            words.append(f"red limit {self.limit * avpkt} min {self.red['min'] * avpkt} "
+                         f"max {self.red['max'] * avpkt} avpkt {avpkt} probability {self.red['probability']} "
+                         f"bandwidth {self.rate}")
+        else:
+            words.append(f"limit {self.limit}")
+        if self.loss:
+            words.append(f"loss random {self.loss * 100:g}%")
+        words.append(f"seed {self.seed}")
+        return " ".join(words)
+
+    def reverse_spec(self) -> str:
+        return f"delay {seconds_of(self.rtt) / 2 * 1e3:g}ms"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the method competes with, and how the path differs from [path]."""
+
+    name: str
+    path: PathSpec
+    udp: dict | None = None  # {min, max, period} (the Eq. 3 sinusoid) or {rate}
+    tcp: dict | None = None  # {flows, cc}: iperf3 flows from the cross host
+    poisson: dict | None = None  # {load, mean_size, cc}: Poisson TCP flow arrivals
+    probe: bool = False  # 1440-byte ICMP probes every 10 ms from the cross host
+
+    @property
+    def cross_kinds(self) -> list[str]:
+        return [k for k in ("udp", "tcp", "poisson") if getattr(self, k)]
+
+
+@dataclass(frozen=True)
+class NamedMethod:
+    name: str
+    method: Method
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: a method in a scenario, one repetition."""
+
+    scenario: str
+    method: str
+    rep: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.scenario}.{self.method}.r{self.rep}"
+
+
+@dataclass(frozen=True)
+class Variant:
+    seconds: float
+    warmup: float  # seconds of cross traffic before the method starts
+    pause: float
+    repeat: int
+    methods: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    omit: float = 0.0  # seconds at the method's start left out of its measurements (iperf3's -O)
+
+
+@dataclass
+class Experiment:
+    name: str
+    title: str
+    paper: str
+    calibration: str
+    scenarios: dict[str, Scenario]
+    methods: dict[str, NamedMethod]
+    variants: dict[str, Variant]
+    claims: list[dict]
+    references: list[dict] = field(default_factory=list)
+    baseline: str | None = None  # the method whose competitors' aggregate appropriation compares with
+    columns: list[str] | None = None  # the report's metrics, in order; None: every one measured
+    source: Path | None = None
+
+    def variant(self, which: str, repeat: int | None = None) -> Variant:
+        if which not in self.variants:
+            raise ExperimentError(f"{self.name} has no [{which}] variant")
+        v = self.variants[which]
+        return replace(v, repeat=repeat) if repeat is not None else v
+
+    def cells(self, variant: Variant) -> list[Cell]:
+        return [Cell(s, m, r) for s in variant.scenarios for m in variant.methods for r in range(variant.repeat)]
+
+    def plan(self, variant: Variant, seed: int) -> list[Cell]:
+        """Every cell in a random order (seeded, so a continued run keeps it)."""
+        cells = self.cells(variant)
+        random.Random(seed).shuffle(cells)
+        return cells
+
+
+_METHOD_KEYS = {"name", "mode", "streams", "cc", "virtual_rtt", "strength"}
+_SCENARIO_KEYS = {"name", "path", "udp", "tcp", "poisson", "probe"}
+_VARIANT_KEYS = {"seconds", "warmup", "omit", "pause", "repeat", "methods", "scenarios"}
+_TOP_KEYS = {"name", "title", "paper", "calibration", "baseline", "columns", "path", "scenario", "method", "claim", "reference",
+             *VARIANTS}
+
+
+def _unknown(where: str, got: dict, allowed: set[str]) -> None:
+    extra = set(got) - allowed
+    if extra:
+        raise ExperimentError(f"{where}: unknown key(s) {', '.join(sorted(extra))}; "
+                              f"known: {', '.join(sorted(allowed))}")
+
+
+def _path(raw: dict, base: PathSpec | None, where: str) -> PathSpec:
+    known = set(PathSpec.__dataclass_fields__)
+    _unknown(where, raw, known)
+    try:
+        p = replace(base, **raw) if base else PathSpec(**raw)
+    except TypeError as e:
+        raise ExperimentError(f"{where}: {e}") from None
+    try:
+        p.check()
+    except ExperimentError as e:
+        raise ExperimentError(f"{where}: {e}") from None
+    return p
+
+
+def _methods(raw: dict, where: str) -> list[NamedMethod]:
+    _unknown(where, raw, _METHOD_KEYS)
+    if "name" not in raw or "mode" not in raw:
+        raise ExperimentError(f"{where}: a method needs a name and a mode")
+    fields = {k: v for k, v in raw.items() if k != "name"}
+    keys = list(fields)
+    values = [v if isinstance(v, list) else [v] for v in fields.values()]
+    out = []
+    for combo in itertools.product(*values):
+        f = dict(zip(keys, combo))
+        if f["mode"] not in MODES:
+            raise ExperimentError(f"{where}: mode {f['mode']!r}; want one of {', '.join(MODES)}")
+        try:
+            name = raw["name"].format(**f)
+        except KeyError as e:
+            raise ExperimentError(f"{where}: name {raw['name']!r} names {e}, which the method does not set") from None
+        n = f.get("streams", 1)
+        if not isinstance(n, int) or not 1 <= n <= 64:
+            raise ExperimentError(f"{where}: streams {n!r}; want 1..64")
+        if f["mode"] == "single" and n != 1:
+            raise ExperimentError(f"{where}: single mode has one stream")
+        if f["mode"] == "combined" and n < 2:
+            raise ExperimentError(f"{where}: combined mode needs 2 or more streams")
+        out.append(NamedMethod(name, Method(mode=f["mode"], streams=n, cc=f.get("cc"),
+                                            virtual_rtt=f.get("virtual_rtt"), strength=f.get("strength"))))
+    return out
+
+
+def _select(names: list[str], pool: list[str], what: str, where: str) -> tuple[str, ...]:
+    """Names or shell patterns ("parallel-*") against the defined ones, in definition order."""
+    chosen = []
+    for pat in names:
+        hit = [n for n in pool if fnmatch.fnmatchcase(n, pat)]
+        if not hit:
+            raise ExperimentError(f"{where}: no {what} matches {pat!r}; defined: {', '.join(pool)}")
+        chosen += [n for n in hit if n not in chosen]
+    return tuple(n for n in pool if n in chosen)
+
+
+def parse(data: dict, source: Path | None = None) -> Experiment:
+    where = str(source or "experiment")
+    _unknown(where, data, _TOP_KEYS)
+    for k in ("name", "scenario", "method", *VARIANTS):
+        if k not in data:
+            raise ExperimentError(f"{where}: missing {'[' + k + ']' if k in VARIANTS else k!r}")
+    base = _path(data.get("path", {}), None, f"{where} [path]")
+    scenarios: dict[str, Scenario] = {}
+    for i, s in enumerate(data["scenario"]):
+        w = f"{where} scenario {s.get('name', i + 1)}"
+        _unknown(w, s, _SCENARIO_KEYS)
+        if "name" not in s:
+            raise ExperimentError(f"{w}: a scenario needs a name")
+        if s["name"] in scenarios:
+            raise ExperimentError(f"{w}: defined twice")
+        udp = s.get("udp")
+        if udp is not None:
+            _unknown(f"{w} udp", udp, {"min", "max", "period", "rate"})
+            if "rate" in udp:
+                rate_bps(udp["rate"])
+            elif {"min", "max"} <= set(udp):
+                if rate_bps(udp["min"]) > rate_bps(udp["max"]):
+                    raise ExperimentError(f"{w} udp: min above max")
+                seconds_of(udp.get("period", "10s"))
+            else:
+                raise ExperimentError(f"{w} udp: want min and max (a sinusoid) or rate")
+        tcp = s.get("tcp")
+        if tcp is not None:
+            _unknown(f"{w} tcp", tcp, {"flows", "cc"})
+            if not isinstance(tcp.get("flows"), int) or not 1 <= tcp["flows"] <= 64:
+                raise ExperimentError(f"{w} tcp: flows must be 1..64")
+        poisson = s.get("poisson")
+        if poisson is not None:
+            _unknown(f"{w} poisson", poisson, {"load", "mean_size", "cc"})
+            rate_bps(poisson.get("load", ""))
+        scenarios[s["name"]] = Scenario(s["name"], _path(s.get("path", {}), base, f"{w} path"), udp=udp,
+                                        tcp=tcp, poisson=poisson, probe=bool(s.get("probe", False)))
+    methods: dict[str, NamedMethod] = {}
+    for i, m in enumerate(data["method"]):
+        for nm in _methods(m, f"{where} method {m.get('name', i + 1)}"):
+            if nm.name in methods:
+                raise ExperimentError(f"{where}: method {nm.name!r} is defined twice (make the name template "
+                                      f"name every field that varies)")
+            methods[nm.name] = nm
+    variants = {}
+    for v in VARIANTS:
+        raw = data[v]
+        w = f"{where} [{v}]"
+        _unknown(w, raw, _VARIANT_KEYS)
+        try:
+            seconds = float(raw["seconds"])
+        except (KeyError, TypeError, ValueError):
+            raise ExperimentError(f"{w}: seconds (the method's sending time) is required") from None
+        repeat = int(raw.get("repeat", 1))
+        if seconds <= 0 or repeat < 1:
+            raise ExperimentError(f"{w}: seconds > 0 and repeat >= 1, got {seconds} and {repeat}")
+        variants[v] = Variant(
+            seconds=seconds, warmup=float(raw.get("warmup", 2)), pause=float(raw.get("pause", 1)), repeat=repeat,
+            omit=float(raw.get("omit", 0)),
+            methods=_select(raw.get("methods", ["*"]), list(methods), "method", w),
+            scenarios=_select(raw.get("scenarios", ["*"]), list(scenarios), "scenario", w))
+    claims = data.get("claim", [])
+    for c in claims:
+        if not {"id", "text", "check"} <= set(c):
+            raise ExperimentError(f"{where}: a claim needs id, text and check, got {sorted(c)}")
+    refs = data.get("reference", [])
+    for r in refs:
+        if not {"scenario", "metric", "values"} <= set(r) or r["scenario"] not in scenarios:
+            raise ExperimentError(f"{where}: a reference needs a defined scenario, a metric and values, got {r}")
+    baseline = data.get("baseline")
+    if baseline is not None and baseline not in methods:
+        raise ExperimentError(f"{where}: baseline {baseline!r} is not a method")
+    return Experiment(name=data["name"], title=data.get("title", data["name"]), paper=data.get("paper", ""),
+                      calibration=data.get("calibration", "").strip(), scenarios=scenarios, methods=methods,
+                      variants=variants, claims=claims, references=refs, baseline=baseline,
+                      columns=data.get("columns"), source=source)
+
+
+def load(name_or_path: str | Path, root: Path | None = None) -> Experiment:
+    """An experiment by file path, or by name from experiments/."""
+    p = Path(name_or_path)
+    if not p.suffix:
+        from .braid import ROOT
+
+        p = (root or ROOT / "experiments") / f"{name_or_path}.toml"
+    if not p.exists():
+        known = sorted(x.stem for x in (root or p.parent).glob("*.toml"))
+        raise ExperimentError(f"no experiment {name_or_path!r} ({p}); known: {', '.join(known) or 'none'}")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ExperimentError(f"{p}: {e}") from None
+    return parse(data, p)

@@ -1,0 +1,325 @@
+"""`braidlab report RESULTS...`: markdown and self-contained HTML from run
+directories alone (the experiment file is kept in each run.json).
+
+Per experiment: how it ran, the calibration, per scenario our medians beside
+the paper's numbers, every claim's verdict, and figures: box plots with
+notches of each method's throughput, throughput/loss/fairness against the
+number of streams where a method family sweeps it, and time series of
+throughput and cwnd per stream.
+
+The report is a list of blocks rendered twice, so the markdown and the HTML
+never say different things.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import statistics
+import sys
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import claims as claims_mod
+from . import results
+from .experiment import parse
+
+# The metrics a scenario's table may show, in order, with their headings.
+METRICS = [
+    ("method_mbps", "Mb/s"), ("effectiveness", "effectiveness"), ("appropriation", "appropriation"),
+    ("cross_mbps", "competitors Mb/s"), ("ratio_to_cross", "method / competitors"), ("rtt_median_ms", "RTT median ms"), ("sqrt_p", "sqrt(p %) UDP"),
+    ("method_loss_ratio", "TCP loss"), ("method_srtt_ms", "sRTT ms"), ("utilisation", "link used"),
+    ("link_drop_ratio", "link drops"), ("jain", "Jain"), ("mathis_mbps", "Mathis Mb/s"),
+]
+PERCENT = {"effectiveness", "appropriation", "method_loss_ratio", "utilisation", "udp_loss", "jain",
+           "link_drop_ratio"}
+
+
+@dataclass
+class Block:
+    kind: str  # h1 h2 h3 p pre table img list
+    body: object
+    extra: object = None
+
+
+def fmt(metric: str, x) -> str:
+    if x is None:
+        return "-"
+    if metric in PERCENT:
+        return f"{100 * x:.1f} %"
+    if metric == "sqrt_p":
+        return f"{x:.3f}"
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    _plt().close(fig)
+    return path
+
+
+def box_figure(rows: list[dict], scenario: str, methods: list[str], metric: str, label: str, path: Path) -> Path:
+    plt = _plt()
+    data = [[r[metric] for r in rows if r["scenario"] == scenario and r["method"] == m and r[metric] is not None]
+            for m in methods]
+    keep = [(m, d) for m, d in zip(methods, data) if d]
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(keep) + 1.5), 3.4))
+    scale = 100 if metric in PERCENT else 1
+    ax.boxplot([[x * scale for x in d] for _, d in keep], notch=all(len(d) >= 5 for _, d in keep),
+               tick_labels=[m for m, _ in keep])
+    ax.set_ylabel(label + (" (%)" if scale == 100 else ""))
+    ax.set_title(f"{scenario}: {label}")
+    ax.tick_params(axis="x", rotation=30)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def sweep_figure(rows: list[dict], scenario: str, families: dict[str, list[dict]], metrics_: list[tuple[str, str]],
+                 path: Path) -> Path:
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(metrics_), figsize=(4.2 * len(metrics_), 3.4), squeeze=False)
+    for ax, (metric, label) in zip(axes[0], metrics_):
+        scale = 100 if metric in PERCENT else 1
+        for fam, frows in families.items():
+            per_n: dict[int, list[float]] = defaultdict(list)
+            for r in frows:
+                if r[metric] is not None:
+                    per_n[r["streams"]].append(r[metric] * scale)
+            ns = sorted(per_n)
+            if not ns:
+                continue
+            ax.plot(ns, [statistics.median(per_n[n]) for n in ns], marker="o", ms=3, label=fam)
+        ax.set_xlabel("streams")
+        ax.set_ylabel(label + (" (%)" if scale == 100 else ""))
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(scenario)
+    return _save(fig, path)
+
+
+def series_figure(cells: list[dict], scenario: str, path: Path) -> Path:
+    plt = _plt()
+    fig, axes = plt.subplots(2, len(cells), figsize=(3.6 * len(cells), 5), squeeze=False, sharex=True)
+    for col, c in enumerate(cells):
+        per: dict[int, list] = defaultdict(list)
+        for t, s, mbps, cwnd, _rtt in c["series"]:
+            per[s].append((t, mbps, cwnd))
+        for s, pts in sorted(per.items()):
+            pts.sort()
+            axes[0][col].plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8)
+            axes[1][col].plot([p[0] for p in pts], [p[2] for p in pts], lw=0.8)
+        axes[0][col].set_title(c["method"], fontsize=9)
+        axes[1][col].set_xlabel("s")
+    axes[0][0].set_ylabel("Mb/s per stream")
+    axes[1][0].set_ylabel("cwnd (packets)")
+    fig.suptitle(f"{scenario}: each stream, repetition 0")
+    return _save(fig, path)
+
+
+def _families(rows: list[dict]) -> dict[str, list[dict]]:
+    """Methods that differ only in their number of streams, if a family has 3 or more."""
+    fam: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        fam[(r["mode"], r["cc"], r["virtual_rtt"], r["strength"])].append(r)
+    out = {}
+    for (mode, cc, m, k), frs in fam.items():
+        if len({r["streams"] for r in frs}) >= 3:
+            label = " ".join(str(x) for x in (mode, cc, f"m={m:g}" if m else "", f"k={k:g}" if k else "") if x)
+            out[label] = frs
+    return out
+
+
+def experiment_blocks(run_dir: Path, fig_dir: Path) -> list[Block]:
+    meta, cells = results.load(run_dir)
+    exp = parse(tomllib.loads(meta["experiment_file"]))
+    rows = results.table(cells, exp.baseline)
+    b: list[Block] = [Block("h2", exp.title)]
+    planned = len(meta["plan"])
+    b.append(Block("p", f"Run `{run_dir.name}`: variant **{meta['variant']}**, {meta['repeat']} repetition(s), "
+                        f"{len(cells)} of {planned} cells measured, {meta['variant_settings']['seconds']:g} s per "
+                        f"method after {meta['variant_settings']['warmup']:g} s of cross traffic; "
+                        f"{meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
+                        f"braid {(meta['git'].get('revision') or '?')[:12]}"
+                        f"{' (with local changes)' if meta['git'].get('dirty') else ''}."))
+    if exp.calibration:
+        b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
+    refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for sc in exp.scenarios:
+        srows = [r for r in rows if r["scenario"] == sc]
+        if not srows:
+            continue
+        spec = exp.scenarios[sc]
+        what = [f"{spec.path.rate} bottleneck, {spec.path.rtt} RTT, {spec.path.queue} queue of "
+                f"{spec.path.limit} packets, loss {spec.path.loss:g}, MTU {spec.path.mtu}"]
+        if spec.udp:
+            what.append(f"stiff UDP {spec.udp.get('rate') or spec.udp['min'] + '-' + spec.udp['max']}")
+        if spec.tcp:
+            what.append(f"{spec.tcp['flows']} {spec.tcp.get('cc', '')} TCP flows")
+        if spec.poisson:
+            what.append(f"Poisson TCP flows at {spec.poisson['load']}")
+        b.append(Block("h3", f"{exp.name} / {sc}"))
+        b.append(Block("p", "; ".join(what) + ". Medians over repetitions; the paper's value in brackets."))
+        methods = [m for m in exp.methods if any(r["method"] == m for r in srows)]
+        cols = [(k, h) for k, h in METRICS if any(r.get(k) is not None for r in srows)
+                and (exp.columns is None or k in exp.columns)]
+        table = [["method", "n"] + [h for _, h in cols]]
+        for m in methods:
+            mr = [r for r in srows if r["method"] == m]
+            line = [m, str(len(mr))]
+            for k, _h in cols:
+                vals = [r[k] for r in mr if r[k] is not None]
+                cell = fmt(k, statistics.median(vals)) if vals else "-"
+                ref = refs.get((sc, k))
+                if ref and m in ref["values"]:
+                    cell += f" [{fmt(k, ref['values'][m])}]"
+                line.append(cell)
+            table.append(line)
+        b.append(Block("table", table))
+        srcs = sorted({r["source"] for r in exp.references if r["scenario"] == sc and "source" in r})
+        if srcs:
+            b.append(Block("p", "Paper values from " + ", ".join(srcs) + "."))
+        fams = _families(srows)
+        if fams:
+            ms = [(k, h) for k, h in (("method_mbps", "Mb/s"), ("method_loss_ratio", "TCP loss"),
+                                      ("jain", "Jain"), ("utilisation", "link used"), ("mathis_mbps", "Mathis Mb/s"))
+                  if any(r.get(k) is not None for r in srows)]
+            b.append(Block("img", sweep_figure(srows, sc, fams, ms, fig_dir / f"{exp.name}-{sc}-sweep.png"),
+                           f"{sc}: against the number of streams"))
+        else:
+            b.append(Block("img", box_figure(rows, sc, methods, "method_mbps", "Mb/s",
+                                             fig_dir / f"{exp.name}-{sc}-box.png"), f"{sc}: throughput"))
+            if any(r["appropriation"] is not None for r in srows):
+                b.append(Block("img", box_figure(rows, sc, methods, "cross_mbps", "competitors Mb/s",
+                                                 fig_dir / f"{exp.name}-{sc}-cross.png"),
+                               f"{sc}: the competing flows' aggregate beside each method"))
+        shown = [c for c in cells if c["scenario"] == sc and c["rep"] == 0][:5]
+        if shown:
+            b.append(Block("img", series_figure(shown, sc, fig_dir / f"{exp.name}-{sc}-series.png"),
+                           f"{sc}: throughput and cwnd per stream"))
+    verdicts = claims_mod.check_all(exp.claims, rows)
+    if verdicts:
+        b.append(Block("h3", f"{exp.name}: the paper's claims"))
+        items = []
+        for v in verdicts:
+            line = f"**{v.status}**: {v.text}. Measured: {v.detail}."
+            if not v.holds and v.note:
+                line += f" Why: {v.note}"
+            items.append(line)
+        b.append(Block("list", items))
+    return b
+
+
+def render_md(blocks: list[Block], base: Path | None) -> str:
+    """Markdown; without `base` (a terminal) figures are left out."""
+    out = []
+    for bl in blocks:
+        if bl.kind == "img" and base is None:
+            continue
+        if bl.kind in ("h1", "h2", "h3"):
+            out.append("#" * int(bl.kind[1]) + " " + bl.body)
+        elif bl.kind == "p":
+            out.append(bl.body)
+        elif bl.kind == "pre":
+            out.append("```\n" + bl.body + "\n```")
+        elif bl.kind == "list":
+            out.append("\n".join(f"- {x}" for x in bl.body))
+        elif bl.kind == "table":
+            head, *rest = bl.body
+            lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            lines += ["| " + " | ".join(r) + " |" for r in rest]
+            out.append("\n".join(lines))
+        elif bl.kind == "img":
+            out.append(f"![{bl.extra}]({bl.body.relative_to(base)})")
+    return "\n\n".join(out) + "\n"
+
+
+def _inline_md(text: str) -> str:
+    # Only what the report itself writes: **bold** and `code`.
+    t = html.escape(text)
+    parts = t.split("**")
+    t = "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
+    parts = t.split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def render_html(blocks: list[Block], title: str) -> str:
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>"
+           "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.4}"
+           "table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:.25em .5em;"
+           "text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}"
+           "code{background:#f4f4f4}</style></head><body>"]
+    for bl in blocks:
+        if bl.kind in ("h1", "h2", "h3"):
+            out.append(f"<{bl.kind}>{html.escape(bl.body)}</{bl.kind}>")
+        elif bl.kind == "p":
+            out.append(f"<p>{_inline_md(bl.body)}</p>")
+        elif bl.kind == "pre":
+            out.append(f"<pre>{html.escape(bl.body)}</pre>")
+        elif bl.kind == "list":
+            out.append("<ul>" + "".join(f"<li>{_inline_md(x)}</li>" for x in bl.body) + "</ul>")
+        elif bl.kind == "table":
+            head, *rest = bl.body
+            out.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rest)
+                       + "</table>")
+        elif bl.kind == "img":
+            data = base64.b64encode(bl.body.read_bytes()).decode()
+            out.append(f"<figure><img alt='{html.escape(bl.extra)}' src='data:image/png;base64,{data}'>"
+                       f"<figcaption>{html.escape(bl.extra)}</figcaption></figure>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def make(run_dirs: list[Path], out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    blocks = [Block("h1", "braid: the papers' experiments, measured")]
+    blocks.append(Block("p", "Each section is one run of `braidlab run`, redrawn from its results directory "
+                             "alone. Numbers are medians over repetitions; the paper's in brackets."))
+    for d in run_dirs:
+        if not (d / "run.json").exists():
+            raise FileNotFoundError(f"{d} is not a braidlab run directory (no run.json)")
+        blocks += experiment_blocks(d, out / "figures")
+    md, page = out / "report.md", out / "report.html"
+    md.write_text(render_md(blocks, out))
+    page.write_text(render_html(blocks, "braid: the papers' experiments"))
+    return md, page
+
+
+def terminal(run_dir: Path) -> str:
+    """The tables and verdicts of one run, for a terminal."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        blocks = experiment_blocks(run_dir, Path(tmp))
+    return render_md([b for b in blocks if b.kind != "img"], None)
+
+
+def verdicts(run_dir: Path) -> list[claims_mod.Verdict]:
+    meta, cells = results.load(run_dir)
+    exp = parse(tomllib.loads(meta["experiment_file"]))
+    return claims_mod.check_all(exp.claims, results.table(cells, exp.baseline))
+
+
+def main(args) -> int:
+    dirs = [Path(d) for d in args.results]
+    out = Path(args.out) if args.out else dirs[0] / "report"
+    try:
+        md, page = make(dirs, out)
+    except (FileNotFoundError, ValueError, KeyError) as e:
+        print(f"braidlab report: {e}", file=sys.stderr)
+        return 2
+    print(f"report: {md} and {page}")
+    return 0

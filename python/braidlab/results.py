@@ -1,0 +1,208 @@
+"""From measured cells to the papers' metrics and the tidy tables. Pure
+except for `load` and `write_tables`.
+
+`cell_metrics` turns one cell (runner.run_cell's record) into the metrics
+of the papers; `appropriations` needs all cells of a scenario, since it
+compares the competitors beside each method with those beside the baseline
+method; `flow_rows` is the tidy table: one row per method x repetition x
+flow (every method stream, every competing flow, the UDP source), each
+carrying its cell's metrics too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from . import metrics
+
+CELL_COLUMNS = [
+    "scenario", "method", "rep", "mode", "streams", "cc", "virtual_rtt", "strength", "mtu", "seconds",
+    "method_mbps", "method_bytes", "method_loss_ratio", "method_srtt_ms", "capacity_mb", "effectiveness",
+    "cross_mbps", "ratio_to_cross", "appropriation", "udp_loss", "sqrt_p", "rtt_median_ms", "rtt_p99_ms", "utilisation",
+    "link_drop_ratio", "jain", "mathis_mbps",
+]
+FLOW_COLUMNS = ["experiment", *CELL_COLUMNS[:3], "role", "flow", "flow_cc", "flow_bytes", "flow_mbps",
+                "flow_retransmits", "flow_loss_ratio", *CELL_COLUMNS[3:]]
+
+
+def mss_of(mtu: int, timestamps: bool = True) -> int:
+    """TCP payload per segment on an Ethernet path of this MTU (IPv4)."""
+    return mtu - 40 - (12 if timestamps else 0)
+
+
+def _stream_srtt_ms(cell: dict, after: float) -> dict[int, float]:
+    by: dict[int, list[float]] = defaultdict(list)
+    for t, stream, _mbps, _cwnd, srtt_ms in cell["series"]:
+        if srtt_ms > 0 and t >= after:
+            by[stream].append(srtt_ms)
+    return {k: statistics.median(v) for k, v in by.items()}
+
+
+def measured(cell: dict) -> tuple[list[dict], float, int, float]:
+    """(per-stream counters, seconds, bytes moved, loss ratio) of the method
+    over its measured window: all of it, or what came after the omitted
+    start (slow start's overshoot) when the variant set `omit`."""
+    b = cell["bench"]
+    seconds = b["seconds"] or cell["seconds"]
+    start = cell.get("at_omit")
+    if not start:
+        moved = b["peer_bytes"] if b.get("peer_bytes") is not None else b["bytes"]
+        return cell["streams"], seconds, moved, b["loss_ratio"]
+    mss = mss_of(cell["mtu"], cell.get("timestamps", True))
+    streams = []
+    for s in cell["streams"]:
+        s0 = start["streams"].get(str(s["stream"]), {"bytes": 0, "retransmits": 0})
+        nbytes = s["bytes"] - s0["bytes"]
+        # Segments counted from bytes: TCP_INFO's segment count is only in the summary.
+        streams.append({**s, "bytes": nbytes, "retransmits": s["retransmits"] - s0["retransmits"],
+                        "data_segs_out": max(1, nbytes // mss)})
+    lost = sum(s["retransmits"] for s in streams)
+    sent = sum(s["data_segs_out"] for s in streams)
+    return streams, seconds - start["t"], sum(s["bytes"] for s in streams), metrics.loss_ratio(lost, sent)
+
+
+def cell_metrics(cell: dict) -> dict:
+    """The papers' metrics of one cell (appropriation is filled in by `appropriations`)."""
+    streams, seconds, moved, loss = measured(cell)
+    mss = mss_of(cell["mtu"], cell.get("timestamps", True))
+    start = cell.get("at_omit")
+    st = cell["setting"]
+    m = {
+        "scenario": cell["scenario"], "method": cell["method"], "rep": cell["rep"], "mode": st["mode"],
+        "streams": st["streams"], "cc": st.get("cc") or "", "virtual_rtt": st.get("virtual_rtt"),
+        "strength": st.get("strength"), "mtu": cell["mtu"], "seconds": seconds,
+        "method_bytes": moved, "method_mbps": moved * 8 / seconds / 1e6,
+        "method_loss_ratio": loss, "appropriation": None,
+    }
+    srtt = _stream_srtt_ms(cell, start["t"] if start else 0.0)
+    m["method_srtt_ms"] = statistics.median(srtt.values()) if srtt else None
+    cap = cell.get("capacity_bytes")
+    m["capacity_mb"] = cap / 1e6 if cap else None
+    m["effectiveness"] = metrics.effectiveness(moved, cap) if cap else None
+    cross = cell.get("cross_tcp")
+    m["cross_mbps"] = sum(f["mbps"] for f in cross) if cross else None
+    # Cho-Bettati's comparison: the group against the competing flow(s).
+    m["ratio_to_cross"] = m["method_mbps"] / m["cross_mbps"] if m["cross_mbps"] else None
+    udp = cell.get("udp")
+    m["udp_loss"] = udp["loss_ratio"] if udp else None
+    m["sqrt_p"] = metrics.sqrt_p(udp["loss_ratio"]) if udp else None
+    ping = cell.get("ping")
+    m["rtt_median_ms"] = ping["median_ms"] if ping else None
+    m["rtt_p99_ms"] = ping["p99_ms"] if ping else None
+    link = cell["link"]
+    m["utilisation"] = metrics.utilisation(link.get("departed_bytes", 0), cell["rate_bps"],
+                                           cell.get("link_seconds") or cell["seconds"])
+    dropped = sum(link.get(k, 0) for k in ("dropped_loss", "dropped_queue", "dropped_red"))
+    m["link_drop_ratio"] = metrics.loss_ratio(dropped, link.get("arrived", 0))
+    per = [s["bytes"] for s in streams]
+    m["jain"] = metrics.jain(per) if len(per) > 1 else None
+    lossy = [(mss, srtt[s["stream"]] / 1e3, metrics.loss_ratio(s["retransmits"], s["data_segs_out"]))
+             for s in streams if s["stream"] in srtt]
+    agg = metrics.mathis_aggregate(lossy) if lossy else None
+    m["mathis_mbps"] = agg / 1e6 if agg is not None and agg != float("inf") else None
+    return m
+
+
+def appropriations(rows: list[dict], baseline: str | None) -> None:
+    """Fills `appropriation` in place: per scenario with competing TCP flows,
+    against the median competitors' aggregate beside the baseline method."""
+    if not baseline:
+        return
+    base: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["method"] == baseline and r["cross_mbps"] is not None:
+            base[r["scenario"]].append(r["cross_mbps"])
+    for r in rows:
+        ref = base.get(r["scenario"])
+        if ref and r["cross_mbps"] is not None and statistics.median(ref) > 0:
+            r["appropriation"] = metrics.appropriation(r["cross_mbps"], statistics.median(ref))
+
+
+def flow_rows(experiment: str, cell: dict, m: dict) -> list[dict]:
+    rows = []
+    common = {"experiment": experiment, **m}
+
+    def add(role, flow, cc, nbytes, mbps, retx, loss):
+        rows.append({**common, "role": role, "flow": flow, "flow_cc": cc, "flow_bytes": nbytes, "flow_mbps": mbps,
+                     "flow_retransmits": retx, "flow_loss_ratio": loss})
+
+    streams, seconds, _moved, _loss = measured(cell)
+    for s in streams:
+        add("method", f"s{s['stream']}", s["cc"], s["bytes"], s["bytes"] * 8 / seconds / 1e6, s["retransmits"],
+            metrics.loss_ratio(s["retransmits"], s["data_segs_out"]))
+    for f in cell.get("cross_tcp") or []:
+        add("cross", f["flow"], f.get("cc") or "", f["bytes"], f["mbps"], f["retransmits"], None)
+    if cell.get("udp"):
+        u = cell["udp"]
+        add("udp", "udp", "", u["bytes"], u["mbps"], None, u["loss_ratio"])
+    return rows
+
+
+def load(run_dir: Path) -> tuple[dict, list[dict]]:
+    """(run.json, the finished cells in plan order)."""
+    meta = json.loads((run_dir / "run.json").read_text())
+    cells = []
+    for scenario, method, rep in meta["plan"]:
+        p = run_dir / "cells" / f"{scenario}.{method}.r{rep}.json"
+        if p.exists():
+            cells.append(json.loads(p.read_text()))
+    return meta, cells
+
+
+def table(cells: list[dict], baseline: str | None) -> list[dict]:
+    rows = [cell_metrics(c) for c in cells]
+    appropriations(rows, baseline)
+    return rows
+
+
+def _csv(rows: list[dict], columns: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k]))
+                    for k in columns})
+    return buf.getvalue()
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_tables(exp, run_dir: Path) -> None:
+    """cells.csv (one row per cell), flows.csv (one per flow), series.csv."""
+    _meta, cells = load(run_dir)
+    rows = table(cells, exp.baseline)
+    by_id = {(r["scenario"], r["method"], r["rep"]): r for r in rows}
+    flows = []
+    series = ["scenario,method,rep,t,stream,mbps,cwnd,srtt_ms"]
+    for c in cells:
+        flows += flow_rows(exp.name, c, by_id[(c["scenario"], c["method"], c["rep"])])
+        series += [f"{c['scenario']},{c['method']},{c['rep']},{t},{s},{mb},{cw},{rt}"
+                   for t, s, mb, cw, rt in c["series"]]
+    _atomic(run_dir / "cells.csv", _csv(rows, CELL_COLUMNS))
+    _atomic(run_dir / "flows.csv", _csv(flows, FLOW_COLUMNS))
+    _atomic(run_dir / "series.csv", "\n".join(series) + "\n")
+
+
+def one_line(cell: dict) -> str:
+    m = cell_metrics(cell)
+    parts = [f"{m['method_mbps']:.1f} Mb/s", f"loss {100 * m['method_loss_ratio']:.3f} %"]
+    if m["effectiveness"] is not None:
+        parts.append(f"effectiveness {100 * m['effectiveness']:.1f} %")
+    if m["cross_mbps"] is not None:
+        parts.append(f"competitors {m['cross_mbps']:.1f} Mb/s")
+    if m["rtt_median_ms"] is not None:
+        parts.append(f"RTT {m['rtt_median_ms']:.1f} ms")
+    if m["sqrt_p"] is not None:
+        parts.append(f"sqrt(p) {m['sqrt_p']:.3f}")
+    parts.append(f"link {100 * m['utilisation']:.0f} % used")
+    return ", ".join(parts)

@@ -1,0 +1,303 @@
+"""`braidlab run`: every cell of an experiment on a fresh dumbbell.
+
+A run directory holds:
+  run.json            the experiment, variant, seed and the cells' order (the plan)
+  cells/<id>.json     one finished cell: what was measured (written atomically)
+  raw/<id>/           the cell's manifest, link stats and every tool's output
+  flows.csv           the tidy table (results.py), rewritten after every cell
+  series.csv          per-second rate, window and RTT of every method stream
+
+Running the same command with the same --out continues an interrupted run:
+finished cells are kept, the rest run in the planned order.
+
+Each cell: build the dumbbell (pair 0 carries the method, pair 1 the cross
+traffic), start the cross traffic, wait the warm-up, run `braid bench` for
+the variant's seconds while the probes run, read braid-link's counters
+before and after, and tear everything down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import braid, engine, manifest, metrics, results, traffic
+from .dumbbell import Dumbbell
+from .experiment import Cell, Experiment, Scenario, Variant, rate_bps, seconds_of
+
+RUN_VERSION = 1
+TCP_PORT = 5201
+FLOWS_PORT = 5400
+
+
+class RunError(RuntimeError):
+    pass
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def preflight(exp: Experiment, variant: Variant) -> None:
+    """What a run needs, checked before anything is built."""
+    if os.geteuid() != 0:
+        raise RunError("braidlab run builds network namespaces: run it as root")
+    braid.binary()
+    if any(exp.scenarios[s].tcp for s in variant.scenarios) and not shutil.which("iperf3"):
+        raise RunError("iperf3 is not installed (scripts/setup.sh installs it)")
+    wanted = {cc for m in variant.methods for cc in exp.methods[m].method.controls() if cc}
+    allowed = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    missing = {cc for cc in wanted if not cc.startswith("braid_") and cc not in allowed}
+    if missing:
+        raise RunError(f"the kernel lacks congestion control(s) {', '.join(sorted(missing))}")
+
+
+def _host_sysctls(bed: Dumbbell, sc: Scenario) -> None:
+    # The paper flushed cached TCP metrics before each test; we never save them.
+    words = ["net.ipv4.tcp_no_metrics_save=1", f"net.ipv4.tcp_sack={int(sc.path.sack)}",
+             f"net.ipv4.tcp_timestamps={int(sc.path.timestamps)}"]
+    for h in bed.senders + bed.receivers:
+        h.run("sysctl", "-qw", *words)
+
+
+def _window_bytes(intervals: list[dict], lo: float, hi: float) -> float:
+    """Bytes an iperf3 stream carried in [lo, hi] of its clock, intervals pro rata."""
+    total = 0.0
+    for iv in intervals:
+        a, b = iv["start"], iv["end"]
+        if b <= a:
+            continue
+        overlap = max(0.0, min(b, hi) - max(a, lo))
+        total += iv["bytes"] * overlap / (b - a)
+    return total
+
+
+def _iperf_flows(client: str, server: str | None, lo: float, hi: float) -> list[dict]:
+    """Each competing flow's bytes in [lo, hi]: what the iperf3 server received
+    (the client's interval bytes are what it wrote into its socket buffer),
+    and the client's retransmissions."""
+    sent = json.loads(client)
+    if "error" in sent:
+        raise RunError(f"iperf3: {sent['error']}")
+    got = json.loads(server) if server else sent
+
+    def per_stream(data):
+        per: dict[int, list[dict]] = {}
+        for iv in data.get("intervals", []):
+            for s in iv["streams"]:
+                per.setdefault(s["socket"], []).append(s)
+        return [ivs for _sock, ivs in sorted(per.items())]
+
+    retx = [s["sender"].get("retransmits", 0)
+            for s in sorted(sent["end"].get("streams", []), key=lambda s: s["sender"]["socket"])]
+    out = []
+    for i, ivs in enumerate(per_stream(got)):
+        b = _window_bytes(ivs, lo, hi)
+        out.append({"flow": f"tcp{i}", "bytes": round(b), "mbps": b * 8 / (hi - lo) / 1e6,
+                    "retransmits": retx[i] if i < len(retx) else 0,
+                    "cc": sent["end"].get("sender_tcp_congestion")})
+    return out
+
+
+def _udp_window(text: str, lo: float, hi: float) -> dict:
+    bins, _ = traffic.SinkReport.parse(text).only()
+    inside = [b for b in bins if lo <= b["t"] < hi]
+    packets = sum(b["packets"] for b in inside)
+    lost = sum(b["lost"] for b in inside)
+    nbytes = sum(b["bytes"] for b in inside)
+    return {"packets": packets, "lost": lost, "bytes": nbytes, "mbps": nbytes * 8 / (hi - lo) / 1e6,
+            "loss_ratio": metrics.loss_ratio(lost, packets + lost)}
+
+
+def _counters(stats: dict) -> dict:
+    return dict(stats["ab"]["counters"])
+
+
+def at_omit(intervals: list[dict], omit: float) -> dict:
+    """Each stream's counters at the first interval record at or after `omit`
+    seconds: what the measured window starts from."""
+    rec = next((iv for iv in intervals if iv["t"] >= omit - 1e-6), None)
+    if rec is None:
+        raise RunError(f"braid bench reported no interval after the {omit:g} s left out")
+    return {"t": rec["t"], "streams": {str(st["stream"]): {"bytes": st["bytes"], "retransmits": st["retransmits"]}
+                                       for st in rec["streams"]}}
+
+
+def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Path, index: int) -> dict:
+    sc = exp.scenarios[cell.scenario]
+    nm = exp.methods[cell.method]
+    p = sc.path
+    seconds, warmup, omit = variant.seconds, variant.warmup, variant.omit
+    cross_time = warmup + omit + seconds + 1
+    pairs = 2 if (sc.cross_kinds or sc.probe) else 1
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with Dumbbell(p.forward_spec(), p.reverse_spec(), pairs=pairs, access=p.access, mtu=p.mtu, tag=f"x{index}",
+                  run_dir=raw, seeds={"link": p.seed}) as bed:
+        _host_sysctls(bed, sc)
+        snd, rcv = bed.senders[0], bed.receivers[0]
+        (raw / "serve-root").mkdir()
+        server = engine.serve(rcv.ns, raw / "serve-root", token, once=True, log=raw / "serve.jsonl")
+        cross = {}
+        if pairs == 2:
+            cs, cr = bed.senders[1], bed.receivers[1]
+            if sc.udp:
+                cross["sink"] = traffic.udp_sink(cr)
+                udp = sc.udp
+                if "rate" in udp:
+                    cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, rate=udp["rate"], seed=index + 1)
+                else:
+                    cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, sine=(udp["min"], udp["max"]),
+                                                      period=udp.get("period", "10s"), seed=index + 1)
+            if sc.tcp:
+                cross["tcp-server"] = traffic.iperf3_server(cr, TCP_PORT)
+                cross["tcp"] = traffic.iperf3_client(cs, cr.addr, cross_time, port=TCP_PORT,
+                                                     cc=sc.tcp.get("cc"), parallel=sc.tcp["flows"])
+            if sc.poisson:
+                braid.start_sink(cr.ns, FLOWS_PORT)
+                pz = sc.poisson
+                cross["poisson"] = traffic.poisson_flows(cs, cr.addr, FLOWS_PORT, pz["load"], cross_time,
+                                                         mean_size=pz.get("mean_size", "100k"),
+                                                         cc=pz.get("cc", "reno"), seed=index + 1)
+        t0 = time.monotonic()
+        time.sleep(warmup)
+        bench = traffic.start(snd, engine.bench_argv(rcv.addr, omit + seconds, token, nm.method), "bench")
+        time.sleep(omit)
+        # The measured window opens here: the link's counters, the probes, the cross traffic's share.
+        before = _counters(bed.stats())
+        offset = time.monotonic() - t0
+        t_before = time.monotonic()
+        probe = traffic.ping(bed.senders[1], bed.receivers[1].addr, seconds) if sc.probe else None
+        report = engine.Report.parse(bench.wait(omit + seconds + 60))
+        after = _counters(bed.stats())
+        link_seconds = time.monotonic() - t_before
+        outs = {k: (r.wait(cross_time + 30) if k != "sink" else None) for k, r in cross.items()}
+        if "sink" in cross:
+            time.sleep(0.3)
+            outs["sink"] = cross["sink"].stop()
+        ping = traffic.ping_report(probe.wait(30))[0] if probe else None
+        server.wait(10)
+    if report.summary is None:
+        raise RunError(f"{cell.id}: braid bench printed no summary")
+    s = report.summary
+    window = (offset, offset + seconds)
+    link = {k: after.get(k, 0) - before.get(k, 0) for k in after if isinstance(after.get(k), int)}
+    out = {
+        "version": RUN_VERSION, "id": cell.id, "scenario": cell.scenario, "method": cell.method, "rep": cell.rep,
+        "started": started, "seconds": seconds, "offset": round(offset, 3),
+        "setting": asdict(nm.method), "mtu": p.mtu, "timestamps": p.timestamps, "rate_bps": p.rate_bps, "rtt_s": seconds_of(p.rtt),
+        "bench": {k: s.get(k) for k in ("seconds", "bytes", "peer_bytes", "mbps", "retransmits", "data_segs_out",
+                                        "loss_ratio", "cpu_seconds")},
+        "streams": s["streams"],
+        "series": [[iv["t"], st["stream"], st["mbps"], st["cwnd"], st["srtt_us"] / 1e3]
+                   for iv in report.intervals for st in iv["streams"]],
+        "link": link, "link_seconds": round(link_seconds, 3), "omit": omit,
+    }
+    if omit:
+        out["at_omit"] = at_omit(report.intervals, omit)
+    if "tcp" in outs:
+        # iperf3's clock starts when its test does, a moment after the process: close enough at 1 s bins.
+        out["cross_tcp"] = _iperf_flows(outs["tcp"], outs.get("tcp-server"), *window)
+    if "sink" in outs:
+        out["udp"] = _udp_window(outs["sink"], *window)
+        if "min" in sc.udp:
+            u = (rate_bps(sc.udp["min"]), rate_bps(sc.udp["max"]))
+            period = seconds_of(sc.udp.get("period", "10s"))
+            lo, hi = window
+            udp_bits = metrics.sine_volume(hi, *u, period) - metrics.sine_volume(lo, *u, period)
+        else:
+            udp_bits = rate_bps(sc.udp["rate"]) * seconds
+        probe_bps = metrics.probe_rate() if sc.probe else 0.0
+        out["capacity_bytes"] = metrics.capacity(p.rate_bps, seconds, probe=probe_bps) - udp_bits / 8
+    if ping:
+        out["ping"] = {k: ping[k] for k in ("sent", "received", "lost", "median_ms", "p99_ms", "mean_ms")}
+    return out
+
+
+def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, seed: int | None = None,
+        progress=print) -> Path:
+    variant = exp.variant(which, repeat)
+    out.mkdir(parents=True, exist_ok=True)
+    meta_path = out / "run.json"
+    if meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("version") != RUN_VERSION:
+            raise RunError(f"{out}: run format {meta.get('version')}, this braidlab writes {RUN_VERSION}")
+        if (meta["experiment"], meta["variant"]) != (exp.name, which):
+            raise RunError(f"{out} holds a run of {meta['experiment']} --{meta['variant']}, not {exp.name} --{which}")
+        if repeat is not None and repeat != meta["repeat"]:
+            raise RunError(f"{out} was planned with --repeat {meta['repeat']}; continue it without --repeat "
+                           f"or start a new --out")
+        variant = exp.variant(which, meta["repeat"])
+        plan = [Cell(*c) for c in meta["plan"]]
+        progress(f"continuing {out}: {sum((out / 'cells' / f'{c.id}.json').exists() for c in plan)} "
+                 f"of {len(plan)} cells done")
+    else:
+        seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+        plan = exp.plan(variant, seed)
+        meta = {"version": RUN_VERSION, "experiment": exp.name, "variant": which, "repeat": variant.repeat,
+                "seed": seed, "variant_settings": asdict(variant), "source": str(exp.source),
+                "experiment_file": exp.source.read_text() if exp.source else None,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "host": os.uname().nodename, "kernel": os.uname().release,
+                "git": manifest.git_revision(braid.ROOT), "plan": [[c.scenario, c.method, c.rep] for c in plan]}
+        _write_json(meta_path, meta)
+    preflight(exp, variant)
+    cells_dir = out / "cells"
+    cells_dir.mkdir(exist_ok=True)
+    token = engine.token_file(out / "raw")
+    installed_here = False
+    needs_ours = any(cc and cc.startswith("braid_") for m in variant.methods
+                     for cc in exp.methods[m].method.controls())
+    if needs_ours and not braid.cc_status()["installed"]:
+        braid.cc("install")
+        installed_here = True
+    try:
+        todo = [c for c in plan if not (cells_dir / f"{c.id}.json").exists()]
+        per_cell = variant.warmup + variant.seconds + variant.pause + 4
+        for i, cell in enumerate(todo):
+            left = (len(todo) - i) * per_cell
+            progress(f"[{len(plan) - len(todo) + i + 1}/{len(plan)}] {cell.id}  "
+                     f"(about {left / 60:.1f} min left)")
+            raw = out / "raw" / cell.id
+            if raw.exists():
+                shutil.rmtree(raw)  # a half-run cell from an interrupted run
+            data = run_cell(exp, variant, cell, raw, token, plan.index(cell))
+            _write_json(cells_dir / f"{cell.id}.json", data)
+            progress("    " + results.one_line(data))
+            results.write_tables(exp, out)
+            if i + 1 < len(todo):
+                time.sleep(variant.pause)
+    finally:
+        if installed_here:
+            braid.cc("uninstall")
+    results.write_tables(exp, out)
+    return out
+
+
+def default_out(exp: Experiment, which: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return braid.ROOT / "runs" / f"{exp.name}-{which}-{stamp}"
+
+
+def main(args) -> int:
+    from .experiment import ExperimentError, load
+
+    which = "full" if args.full else "quick"
+    try:
+        exp = load(args.experiment)
+        out = Path(args.out) if args.out else default_out(exp, which)
+        run(exp, which, out, repeat=args.repeat, seed=args.seed)
+    except (ExperimentError, RunError) as e:
+        print(f"braidlab run: {e}", file=sys.stderr)
+        return 2
+    print(f"results: {out}  (tables: {out / 'flows.csv'}; report: braidlab report {out})")
+    return 0

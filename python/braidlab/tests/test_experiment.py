@@ -1,0 +1,121 @@
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from braidlab import experiment
+from braidlab.experiment import ExperimentError
+
+ROOT = Path(__file__).resolve().parents[3]
+
+MINIMAL = """
+name = "t"
+baseline = "single"
+[path]
+rate = "10mbit"
+rtt = "50ms"
+[[scenario]]
+name = "a"
+tcp = { flows = 2, cc = "reno" }
+[[scenario]]
+name = "b"
+path = { mtu = 3000, loss = 0.001 }
+[[method]]
+name = "single"
+mode = "single"
+[[method]]
+name = "{cc}-{streams}"
+mode = "parallel"
+cc = ["reno", "cubic"]
+streams = [2, 4]
+[quick]
+seconds = 5
+pause = 0
+methods = ["single", "reno-*"]
+scenarios = ["a"]
+[full]
+seconds = 60
+repeat = 3
+pause = 0
+"""
+
+
+def parse(text):
+    return experiment.parse(tomllib.loads(text))
+
+
+@pytest.mark.parametrize("name", ["hacker2004", "cho-bettati", "hacker2002", "variants"])
+def test_every_shipped_experiment_loads(name):
+    x = experiment.load(name, ROOT / "experiments")
+    for v in experiment.VARIANTS:
+        cells = x.cells(x.variant(v))
+        assert cells and len({c.id for c in cells}) == len(cells)
+    assert x.claims, "every experiment states the paper's claims"
+    for c in x.claims:
+        # Every claim names methods and scenarios the experiment defines.
+        for key in ("a", "b"):
+            if key in c and not any(ch in c[key] for ch in "*?["):
+                assert c[key] in x.methods, (c["id"], c[key])
+        if "scenario" in c:
+            assert c["scenario"] in x.scenarios
+
+
+def test_methods_expand_over_lists_and_variants_select_by_pattern():
+    x = parse(MINIMAL)
+    assert list(x.methods) == ["single", "reno-2", "reno-4", "cubic-2", "cubic-4"]
+    assert x.methods["cubic-4"].method.argv() == ["--mode", "parallel", "-n", "4", "--cc", "cubic"]
+    q = x.variant("quick")
+    assert q.methods == ("single", "reno-2", "reno-4") and q.scenarios == ("a",)
+    assert [c.id for c in x.cells(q)] == ["a.single.r0", "a.reno-2.r0", "a.reno-4.r0"]
+    assert len(x.cells(x.variant("full"))) == 2 * 5 * 3
+    assert x.variant("full", repeat=1).repeat == 1
+    # Scenarios start from [path] and change what they name.
+    assert x.scenarios["b"].path.mtu == 3000 and x.scenarios["b"].path.rate == "10mbit"
+    assert x.scenarios["a"].path.mtu == 1500
+
+
+def test_plan_is_a_seeded_shuffle():
+    x = parse(MINIMAL)
+    v = x.variant("full")
+    a, b, c = x.plan(v, 7), x.plan(v, 7), x.plan(v, 8)
+    assert a == b and a != c and sorted(map(str, a)) == sorted(map(str, x.cells(v)))
+
+
+def test_path_specs_in_braid_link_words():
+    x = experiment.load("variants", ROOT / "experiments")
+    p = x.scenarios["red-10mbit"].path
+    assert p.forward_spec() == ("rate 10mbit delay 50ms red limit 300000 min 50000 max 150000 avpkt 1000 "
+                                "probability 0.1 bandwidth 10mbit seed 1")
+    assert p.reverse_spec() == "delay 50ms"
+    y = parse(MINIMAL).scenarios["b"].path
+    assert y.forward_spec() == "rate 10mbit delay 25ms limit 300 loss random 0.1% seed 1"
+
+
+@pytest.mark.parametrize("change, message", [
+    (('mode = "single"', 'mode = "fast"'), "mode 'fast'"),
+    (('rate = "10mbit"', 'rate = "10 megabits"'), "rate '10 megabits'"),
+    (('seconds = 5', 'seconds = 0'), "seconds > 0"),
+    (('methods = ["single", "reno-*"]', 'methods = ["bbr-*"]'), "no method matches 'bbr-*'"),
+    (('name = "{cc}-{streams}"', 'name = "{cc}"'), "defined twice"),
+    (('name = "{cc}-{streams}"', 'name = "{cc}-{n}"'), "names 'n'"),
+    (('streams = [2, 4]', 'streams = [2, 400]'), "streams 400"),
+    (('flows = 2', 'flows = 0'), "flows must be"),
+    (('baseline = "single"', 'baseline = "none"'), "baseline 'none'"),
+    (('[[scenario]]\nname = "a"', '[[scenario]]\nname = "a"\nspeed = 1'), "unknown key(s) speed"),
+    (('path = { mtu = 3000, loss = 0.001 }', 'path = { mtu = 100 }'), "path.mtu 100"),
+])
+def test_bad_files_are_refused_by_name(change, message):
+    old, new = change
+    assert old in MINIMAL
+    with pytest.raises(ExperimentError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[").replace("*", r"\*")):
+        parse(MINIMAL.replace(old, new, 1))
+
+
+def test_unknown_experiment_names_the_known_ones(tmp_path):
+    (tmp_path / "one.toml").write_text(MINIMAL)
+    with pytest.raises(ExperimentError, match="known: one"):
+        experiment.load("two", tmp_path)
+    (tmp_path / "bad.toml").write_text("name = ")
+    with pytest.raises(ExperimentError, match="bad.toml"):
+        experiment.load(tmp_path / "bad.toml")

@@ -1,0 +1,125 @@
+import json
+
+from braidlab import report, runner
+from braidlab.tests.test_results import cell
+
+EXPERIMENT = """
+name = "mini"
+title = "A small experiment"
+baseline = "single"
+calibration = "by hand"
+[path]
+rate = "100mbit"
+rtt = "68ms"
+[[scenario]]
+name = "tcp-5"
+tcp = { flows = 5, cc = "reno" }
+[[method]]
+name = "single"
+mode = "single"
+[[method]]
+name = "parallel-{streams}"
+mode = "parallel"
+streams = [2, 3, 4]
+[quick]
+seconds = 10
+[full]
+seconds = 10
+[[claim]]
+id = "fair"
+text = "parallel-4 appropriates more than single"
+check = "less"
+metric = "appropriation"
+scenario = "tcp-5"
+a = "single"
+b = "parallel-4"
+[[claim]]
+id = "never"
+text = "single moves more than parallel-4"
+check = "less"
+metric = "method_mbps"
+scenario = "tcp-5"
+a = "parallel-4"
+b = "single"
+note = "more streams, more bytes"
+[[reference]]
+source = "Table III"
+scenario = "tcp-5"
+metric = "method_mbps"
+values = { single = 15.65 }
+"""
+
+
+def make_run(tmp_path):
+    run = tmp_path / "run"
+    (run / "cells").mkdir(parents=True)
+    plan = []
+    for name, n, cross in (("single", 1, 75.0), ("parallel-2", 2, 60.0), ("parallel-3", 3, 50.0),
+                           ("parallel-4", 4, 40.0)):
+        for rep in range(2):
+            c = cell(name, streams=[(i, "reno", 10_000_000, 10, 10_000) for i in range(n)],
+                     cross=[{"flow": "tcp0", "bytes": 1, "mbps": cross + rep, "retransmits": 0}], rep=rep)
+            c["setting"]["streams"] = n
+            (run / "cells" / f"{c['id']}.json").write_text(json.dumps(c))
+            plan.append(["tcp-5", name, rep])
+    plan.append(["tcp-5", "parallel-4", 2])  # planned, not run: the report says so
+    (run / "run.json").write_text(json.dumps({
+        "version": 1, "experiment": "mini", "variant": "quick", "repeat": 3, "seed": 1, "plan": plan,
+        "variant_settings": {"seconds": 10, "warmup": 2}, "experiment_file": EXPERIMENT,
+        "created": "2026-11-22T00:00:00+00:00", "host": "vm", "kernel": "6.18", "git": {"revision": "abc"}}))
+    return run
+
+
+def test_report_from_results_alone(tmp_path):
+    run = make_run(tmp_path)
+    md, page = report.make([run], tmp_path / "out")
+    text = md.read_text()
+    assert "8 of 9 cells measured" in text
+    # Our median beside the paper's, appropriation against the single-stream baseline (75.5).
+    assert "| single | 2 | 8.00 [15.7] | 0.0 % | 75.5 |" in text
+    assert "**holds**: parallel-4 appropriates more than single" in text
+    assert "**does not hold**: single moves more than parallel-4" in text and "Why: more streams" in text
+    figures = sorted(p.name for p in (tmp_path / "out" / "figures").iterdir())
+    assert "mini-tcp-5-sweep.png" in figures and "mini-tcp-5-series.png" in figures
+    for f in figures:
+        assert f in text
+    html = page.read_text()
+    assert html.count("data:image/png;base64,") == len(figures)
+    assert "src='figures" not in html and "<table>" in html
+
+
+def test_report_refuses_a_directory_without_a_run(tmp_path):
+    import argparse
+
+    args = argparse.Namespace(results=[str(tmp_path)], out=None)
+    assert report.main(args) == 2
+
+
+def test_iperf3_bytes_in_the_method_window():
+    ivs = [{"start": 0, "end": 1, "bytes": 100}, {"start": 1, "end": 2, "bytes": 200},
+           {"start": 2, "end": 3, "bytes": 300}]
+    assert runner._window_bytes(ivs, 0.5, 2.5) == 50 + 200 + 150
+    assert runner._window_bytes(ivs, 5, 6) == 0
+    text = json.dumps({"intervals": [{"streams": [{"socket": 5, **iv}, {"socket": 7, **iv}]} for iv in ivs],
+                       "end": {"streams": [{"sender": {"socket": 5, "retransmits": 3}},
+                                           {"sender": {"socket": 7, "retransmits": 0}}],
+                               "sender_tcp_congestion": "reno"}})
+    flows = runner._iperf_flows(text, None, 1, 3)
+    assert [(f["flow"], f["bytes"], f["retransmits"]) for f in flows] == [("tcp0", 500, 3), ("tcp1", 500, 0)]
+    assert flows[0]["mbps"] == 500 * 8 / 2 / 1e6
+    # With the server's report, the bytes are what it received.
+    server = json.dumps({"intervals": [{"streams": [{"socket": 9, **iv, "bytes": iv["bytes"] // 2},
+                                                    {"socket": 10, **iv, "bytes": iv["bytes"] // 4}]} for iv in ivs],
+                         "end": {}})
+    flows = runner._iperf_flows(text, server, 1, 3)
+    assert [(f["bytes"], f["retransmits"]) for f in flows] == [(250, 3), (125, 0)]
+
+
+def test_udp_loss_in_the_method_window():
+    recs = [{"type": "interval", "flow": "f", "t": t / 10, "packets": 10, "bytes": 14400, "lost": t % 2,
+             "mbps": 1} for t in range(20)]
+    recs.append({"type": "summary", "flow": "f", "packets": 200, "bytes": 1, "lost": 10, "reordered": 0,
+                 "sent": 210, "loss_ratio": 0.05})
+    u = runner._udp_window("\n".join(json.dumps(r) for r in recs), 1.0, 1.5)
+    assert (u["packets"], u["lost"]) == (50, 2)  # t = 1.0 .. 1.4: lost at 1.1 and 1.3
+    assert u["loss_ratio"] == 2 / 52

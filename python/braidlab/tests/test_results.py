@@ -1,0 +1,135 @@
+import math
+
+import pytest
+
+from braidlab import claims, results
+
+
+def cell(method="single", scenario="tcp-5", rep=0, streams=None, cross=None, udp=None, ping=None, cap=None,
+         mtu=1500):
+    streams = streams or [(0, "reno", 10_000_000, 100, 10_000)]
+    return {
+        "version": 1, "id": f"{scenario}.{method}.r{rep}", "scenario": scenario, "method": method, "rep": rep,
+        "seconds": 10, "offset": 2.0, "mtu": mtu, "rate_bps": 100e6, "rtt_s": 0.068,
+        "setting": {"mode": "parallel", "streams": len(streams), "cc": "reno", "virtual_rtt": None,
+                    "strength": None},
+        "bench": {"seconds": 10.0, "bytes": sum(s[2] for s in streams) + 999, "peer_bytes": sum(s[2] for s in streams),
+                  "mbps": 0, "retransmits": sum(s[3] for s in streams), "data_segs_out": sum(s[4] for s in streams),
+                  "loss_ratio": sum(s[3] for s in streams) / sum(s[4] for s in streams), "cpu_seconds": 0.1},
+        "streams": [{"stream": i, "cc": cc, "bytes": b, "mbps": b * 8 / 10 / 1e6, "retransmits": r,
+                     "data_segs_out": n, "connections": 1, "cwnd": 10, "srtt_us": 70000, "min_rtt_us": 68000}
+                    for i, cc, b, r, n in streams],
+        "series": [[t, i, 8.0, 50, 70.0 if t < 3 else 80.0] for t in (1, 2, 3, 4, 5) for i, *_ in streams],
+        "link": {"arrived": 10_000, "departed": 9_900, "departed_bytes": 62_500_000, "dropped_loss": 10,
+                 "dropped_queue": 90, "dropped_red": 0},
+        "link_seconds": 10.0,
+        **({"cross_tcp": cross} if cross is not None else {}),
+        **({"udp": udp} if udp is not None else {}),
+        **({"ping": ping} if ping is not None else {}),
+        **({"capacity_bytes": cap} if cap is not None else {}),
+    }
+
+
+def test_cell_metrics_by_hand():
+    c = cell(streams=[(0, "reno", 30_000_000, 30, 20_000), (1, "braid_frac", 10_000_000, 10, 10_000)],
+             cross=[{"flow": "tcp0", "bytes": 1, "mbps": 20.0, "retransmits": 0},
+                    {"flow": "tcp1", "bytes": 1, "mbps": 30.0, "retransmits": 0}],
+             udp={"packets": 990, "lost": 10, "bytes": 1, "mbps": 5.0, "loss_ratio": 0.01},
+             ping={"median_ms": 70.5, "p99_ms": 80.0}, cap=80_000_000)
+    m = results.cell_metrics(c)
+    assert m["method_bytes"] == 40_000_000  # the receiver's count, not the sender's
+    assert m["method_mbps"] == pytest.approx(32.0)
+    assert m["effectiveness"] == pytest.approx(0.5)
+    assert m["capacity_mb"] == pytest.approx(80.0)
+    assert m["cross_mbps"] == pytest.approx(50.0)
+    assert m["ratio_to_cross"] == pytest.approx(32 / 50)
+    assert m["sqrt_p"] == pytest.approx(1.0)  # sqrt of 1 (%)
+    assert m["rtt_median_ms"] == 70.5
+    assert m["utilisation"] == pytest.approx(0.5)  # 62.5 MB in 10 s of a 100 Mb/s link
+    assert m["link_drop_ratio"] == pytest.approx(0.01)
+    assert m["jain"] == pytest.approx(40 ** 2 / (2 * (30 ** 2 + 10 ** 2)))
+    assert m["method_srtt_ms"] == pytest.approx(80.0)  # median of 70, 70, 80, 80, 80
+    # Eq. 5: each stream's MSS C / (RTT sqrt(p)), MSS 1448 at MTU 1500 with timestamps.
+    want = sum(1448 * 8 * math.sqrt(1.5) / (0.080 * math.sqrt(p)) for p in (30 / 20_000, 10 / 10_000)) / 1e6
+    assert m["mathis_mbps"] == pytest.approx(want)
+
+
+def test_appropriation_against_the_baseline_median():
+    rows = [results.cell_metrics(cell("single", rep=r, cross=[{"flow": "tcp0", "bytes": 1, "mbps": x,
+                                                               "retransmits": 0}]))
+            for r, x in enumerate((70.0, 80.0, 75.0))]
+    rows.append(results.cell_metrics(cell("parallel-9", cross=[{"flow": "tcp0", "bytes": 1, "mbps": 30.0,
+                                                                 "retransmits": 0}])))
+    rows.append(results.cell_metrics(cell("single", scenario="udp", udp={"packets": 1, "lost": 0, "bytes": 1,
+                                                                         "mbps": 1, "loss_ratio": 0.0})))
+    results.appropriations(rows, "single")
+    assert rows[3]["appropriation"] == pytest.approx(1 - 30 / 75)
+    assert rows[0]["appropriation"] == pytest.approx(1 - 70 / 75)
+    assert rows[4]["appropriation"] is None  # no competing TCP there
+
+
+def test_flow_rows_are_tidy():
+    c = cell(streams=[(0, "reno", 1000, 1, 100), (1, "reno", 3000, 0, 300)],
+             cross=[{"flow": "tcp0", "bytes": 5, "mbps": 1.0, "retransmits": 2, "cc": "reno"}],
+             udp={"packets": 9, "lost": 1, "bytes": 7, "mbps": 2.0, "loss_ratio": 0.1})
+    m = results.cell_metrics(c)
+    rows = results.flow_rows("x", c, m)
+    assert [(r["role"], r["flow"]) for r in rows] == [("method", "s0"), ("method", "s1"), ("cross", "tcp0"),
+                                                      ("udp", "udp")]
+    assert rows[0]["flow_loss_ratio"] == pytest.approx(0.01)
+    assert all(r["method_mbps"] == m["method_mbps"] and r["experiment"] == "x" for r in rows)
+    assert set(results.FLOW_COLUMNS) >= {"role", "flow", "appropriation", "effectiveness"}
+
+
+ROWS = [
+    {"scenario": "s", "method": "a-1", "streams": 1, "x": 1.0, "y": 2.0},
+    {"scenario": "s", "method": "a-1", "streams": 1, "x": 3.0, "y": 2.0},
+    {"scenario": "s", "method": "a-2", "streams": 2, "x": 5.0, "y": 4.0},
+    {"scenario": "t", "method": "a-1", "streams": 1, "x": 9.0, "y": 1.0},
+    {"scenario": "t", "method": "a-2", "streams": 2, "x": 9.0, "y": 10.0},
+]
+
+
+@pytest.mark.parametrize("claim, status", [
+    ({"check": "less", "metric": "x", "scenario": "s", "a": "a-1", "b": "a-2"}, "holds"),  # 2 < 5
+    ({"check": "less", "metric": "x", "scenario": "s", "a": "a-1", "b": "a-2", "margin": 3}, "does not hold"),
+    ({"check": "less", "metric": "x", "scenario": "s", "a": "a-2", "b": "a-1"}, "does not hold"),
+    ({"check": "less", "metric": "x", "scenario": "s", "a": "a-1", "b": "zz"}, "not measured"),
+    ({"check": "ratio_within", "metric": "x", "scenario": "s", "a": "a-1", "b": "a-2", "low": 0.3, "high": 0.5},
+     "holds"),
+    ({"check": "within", "metric": "x", "a": "a-*", "low": 2, "high": 9}, "holds"),  # medians 5 and 7
+    ({"check": "within", "metric": "x", "scenario": "s", "a": "a-*", "low": 2.5}, "does not hold"),
+    ({"check": "bound", "metric": "x", "other": "y", "a": "*", "fraction": 0.4}, "holds"),  # 2 of 5
+    ({"check": "bound", "metric": "x", "other": "y", "a": "*", "fraction": 0.6}, "does not hold"),
+    ({"check": "knee_order", "metric": "x", "scenarios": ["s", "t"]}, "holds"),  # knees 2 and 1
+    ({"check": "knee_order", "metric": "x", "scenarios": ["t", "s"]}, "does not hold"),
+])
+def test_claims(claim, status):
+    v = claims.check({"id": "c", "text": "t", **claim}, ROWS)
+    assert v.status == status, v.detail
+
+
+def test_claims_pattern_means_and_unknown_kind():
+    # a pattern stands for the mean of its methods' medians: (2 + 5) / 2 = 3.5 < 4
+    v = claims.check({"id": "c", "text": "t", "check": "less", "metric": "x", "scenario": "s", "a": "a-*",
+                      "b": "a-2"}, ROWS)
+    assert v.holds and "3.5" in v.detail
+    with pytest.raises(ValueError, match="unknown check"):
+        claims.check({"id": "c", "text": "t", "check": "maybe"}, ROWS)
+
+
+def test_omitted_start_is_left_out():
+    c = cell(streams=[(0, "reno", 10_000_000, 50, 7000), (1, "reno", 6_000_000, 30, 4000)])
+    c["at_omit"] = {"t": 2.0, "streams": {"0": {"bytes": 2_000_000, "retransmits": 40},
+                                          "1": {"bytes": 2_000_000, "retransmits": 30}}}
+    streams, seconds, moved, loss = results.measured(c)
+    assert seconds == 8.0 and moved == 12_000_000
+    assert [s["bytes"] for s in streams] == [8_000_000, 4_000_000]
+    # 10 retransmits in 8 MB / 1448 + 4 MB / 1448 segments.
+    assert loss == pytest.approx(10 / (8_000_000 // 1448 + 4_000_000 // 1448))
+    m = results.cell_metrics(c)
+    assert m["method_mbps"] == pytest.approx(12.0) and m["seconds"] == 8.0
+    assert m["method_srtt_ms"] == pytest.approx(80.0)  # samples from t = 2 on: 70, 80, 80, 80
+    assert m["jain"] == pytest.approx(12 ** 2 / (2 * (8 ** 2 + 4 ** 2)))
+    rows = results.flow_rows("x", c, m)
+    assert [r["flow_mbps"] for r in rows] == pytest.approx([8.0, 4.0])

@@ -1,0 +1,64 @@
+"""The run directory's life: a plan, cells written one by one, an interrupted
+run continued where it stopped. The measuring itself (run_cell) is replaced
+here; tests/system/test_experiments.py runs the real thing."""
+
+import json
+
+import pytest
+
+from braidlab import experiment, runner
+from braidlab.tests.test_experiment import MINIMAL
+from braidlab.tests.test_results import cell
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    ran = []
+
+    def run_cell(exp, variant, c, raw, token, index):
+        if len(ran) == fake.stop_after:
+            raise KeyboardInterrupt
+        raw.mkdir(parents=True, exist_ok=True)
+        ran.append(c.id)
+        return cell(c.method, scenario=c.scenario, rep=c.rep,
+                    cross=[{"flow": "tcp0", "bytes": 1, "mbps": 10.0 + len(ran), "retransmits": 0}])
+
+    monkeypatch.setattr(runner, "run_cell", run_cell)
+    monkeypatch.setattr(runner, "preflight", lambda exp, variant: None)
+    monkeypatch.setattr(runner.braid, "cc_status", lambda: {"installed": True})
+    monkeypatch.setattr(runner.engine, "token_file", lambda d: tmp_path / "token")
+    fake.stop_after = None
+    fake.ran = ran
+    return fake
+
+
+def test_an_interrupted_run_continues_where_it_stopped(fake, tmp_path):
+    exp = experiment.parse(__import__("tomllib").loads(MINIMAL))
+    out = tmp_path / "run"
+    fake.stop_after = 2
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(exp, "full", out, repeat=2, seed=5, progress=lambda s: None)
+    meta = json.loads((out / "run.json").read_text())
+    assert len(meta["plan"]) == 2 * 5 * 2 and meta["seed"] == 5 and meta["repeat"] == 2
+    done = sorted(p.stem for p in (out / "cells").glob("*.json"))
+    assert done == sorted(fake.ran) and len(done) == 2
+    # Same command again: only what is missing runs, in the planned order.
+    fake.stop_after = None
+    first = list(fake.ran)
+    runner.run(exp, "full", out, progress=lambda s: None)
+    planned = [f"{s}.{m}.r{r}" for s, m, r in meta["plan"]]
+    assert fake.ran[:2] == first and fake.ran[2:] == [c for c in planned if c not in first]
+    rows = (out / "flows.csv").read_text().splitlines()
+    assert rows[0].startswith("experiment,scenario,method,rep,role,flow")
+    assert len(rows) == 1 + 20 * 2  # one method stream and one competitor per cell
+    assert (out / "cells.csv").read_text().count("\n") == 1 + 20
+
+
+def test_a_run_directory_is_not_reused_for_something_else(fake, tmp_path):
+    exp = experiment.parse(__import__("tomllib").loads(MINIMAL))
+    out = tmp_path / "run"
+    runner.run(exp, "quick", out, progress=lambda s: None)
+    with pytest.raises(runner.RunError, match="holds a run of t --quick, not t --full"):
+        runner.run(exp, "full", out, progress=lambda s: None)
+    with pytest.raises(runner.RunError, match="planned with --repeat 1"):
+        runner.run(exp, "quick", out, repeat=3, progress=lambda s: None)
