@@ -31,7 +31,8 @@ METRICS = [
     ("method_mbps", "Mb/s"), ("effectiveness", "effectiveness"), ("appropriation", "appropriation"),
     ("cross_mbps", "competitors Mb/s"), ("ratio_to_cross", "method / competitors"), ("rtt_median_ms", "RTT median ms"), ("sqrt_p", "sqrt(p %) UDP"),
     ("method_loss_ratio", "TCP loss"), ("method_srtt_ms", "sRTT ms"), ("utilisation", "link used"),
-    ("link_drop_ratio", "link drops"), ("jain", "Jain"), ("mathis_mbps", "Mathis Mb/s"),
+    ("link_drop_ratio", "link drops"), ("jain", "Jain"), ("p_events", "p (loss events)"),
+    ("mathis_mbps", "Mathis Mb/s"),
 ]
 PERCENT = {"effectiveness", "appropriation", "method_loss_ratio", "utilisation", "udp_loss", "jain",
            "link_drop_ratio"}
@@ -44,9 +45,14 @@ class Block:
     extra: object = None
 
 
+LOSSES = {"method_loss_ratio", "udp_loss", "link_drop_ratio", "p_events"}
+
+
 def fmt(metric: str, x) -> str:
     if x is None:
         return "-"
+    if metric in LOSSES:
+        return f"{100 * x:.3f} %"
     if metric in PERCENT:
         return f"{100 * x:.1f} %"
     if metric == "sqrt_p":
@@ -141,18 +147,32 @@ def _families(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def experiment_blocks(run_dir: Path, fig_dir: Path) -> list[Block]:
-    meta, cells = results.load(run_dir)
-    exp = parse(tomllib.loads(meta["experiment_file"]))
+def _merged(run_dirs: list[Path]) -> tuple[list[dict], list[dict]]:
+    """(each run's run.json, all their cells): runs of one experiment and variant pool their
+    repetitions, renumbered after one another."""
+    metas, cells = [], []
+    offset = 0
+    for d in run_dirs:
+        meta, cs = results.load(d)
+        metas.append(meta)
+        cells += [{**c, "rep": c["rep"] + offset} for c in cs]
+        offset += meta["repeat"]
+    return metas, cells
+
+
+def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
+    metas, cells = _merged(run_dirs)
+    exp = parse(tomllib.loads(metas[-1]["experiment_file"]))
     rows = results.table(cells, exp.baseline)
     b: list[Block] = [Block("h2", exp.title)]
-    planned = len(meta["plan"])
-    b.append(Block("p", f"Run `{run_dir.name}`: variant **{meta['variant']}**, {meta['repeat']} repetition(s), "
-                        f"{len(cells)} of {planned} cells measured, {meta['variant_settings']['seconds']:g} s per "
-                        f"method after {meta['variant_settings']['warmup']:g} s of cross traffic; "
-                        f"{meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
-                        f"braid {(meta['git'].get('revision') or '?')[:12]}"
-                        f"{' (with local changes)' if meta['git'].get('dirty') else ''}."))
+    for d, meta in zip(run_dirs, metas):
+        vs = meta["variant_settings"]
+        b.append(Block("p", f"Run `{d.name}`: variant **{meta['variant']}**, {meta['repeat']} repetition(s), "
+                            f"{len(results.load(d)[1])} of {len(meta['plan'])} cells measured, {vs['seconds']:g} s "
+                            f"per method ({vs.get('omit', 0):g} s before that left out) after {vs['warmup']:g} s "
+                            f"of cross traffic; {meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
+                            f"braid {(meta['git'].get('revision') or '?')[:12]}"
+                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}."))
     if exp.calibration:
         b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
     refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}
@@ -216,7 +236,7 @@ def experiment_blocks(run_dir: Path, fig_dir: Path) -> list[Block]:
         for v in verdicts:
             line = f"**{v.status}**: {v.text}. Measured: {v.detail}."
             if not v.holds and v.note:
-                line += f" Why: {v.note}"
+                line += " Why: " + " ".join(v.note.split())
             items.append(line)
         b.append(Block("list", items))
     return b
@@ -284,14 +304,19 @@ def render_html(blocks: list[Block], title: str) -> str:
 
 
 def make(run_dirs: list[Path], out: Path) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    blocks = [Block("h1", "braid: the papers' experiments, measured")]
-    blocks.append(Block("p", "Each section is one run of `braidlab run`, redrawn from its results directory "
-                             "alone. Numbers are medians over repetitions; the paper's in brackets."))
+    """report.md and report.html in `out`; runs of the same experiment and variant are pooled."""
+    groups: dict[tuple[str, str], list[Path]] = {}
     for d in run_dirs:
         if not (d / "run.json").exists():
             raise FileNotFoundError(f"{d} is not a braidlab run directory (no run.json)")
-        blocks += experiment_blocks(d, out / "figures")
+        meta, _ = results.load(d)
+        groups.setdefault((meta["experiment"], meta["variant"]), []).append(d)
+    out.mkdir(parents=True, exist_ok=True)
+    blocks = [Block("h1", "braid: the papers' experiments, measured")]
+    blocks.append(Block("p", "Each section is one experiment, redrawn from its results directories alone. "
+                             "Numbers are medians over repetitions; the paper's in brackets."))
+    for dirs in groups.values():
+        blocks += experiment_blocks(dirs, out / "figures")
     md, page = out / "report.md", out / "report.html"
     md.write_text(render_md(blocks, out))
     page.write_text(render_html(blocks, "braid: the papers' experiments"))
@@ -303,7 +328,7 @@ def terminal(run_dir: Path) -> str:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        blocks = experiment_blocks(run_dir, Path(tmp))
+        blocks = experiment_blocks([run_dir], Path(tmp))
     return render_md([b for b in blocks if b.kind != "img"], None)
 
 

@@ -25,7 +25,7 @@ CELL_COLUMNS = [
     "scenario", "method", "rep", "mode", "streams", "cc", "virtual_rtt", "strength", "mtu", "seconds",
     "method_mbps", "method_bytes", "method_loss_ratio", "method_srtt_ms", "capacity_mb", "effectiveness",
     "cross_mbps", "ratio_to_cross", "appropriation", "udp_loss", "sqrt_p", "rtt_median_ms", "rtt_p99_ms", "utilisation",
-    "link_drop_ratio", "jain", "mathis_mbps",
+    "link_drop_ratio", "jain", "loss_events", "p_events", "mathis_mbps",
 ]
 FLOW_COLUMNS = ["experiment", *CELL_COLUMNS[:3], "role", "flow", "flow_cc", "flow_bytes", "flow_mbps",
                 "flow_retransmits", "flow_loss_ratio", *CELL_COLUMNS[3:]]
@@ -102,7 +102,14 @@ def cell_metrics(cell: dict) -> dict:
     m["link_drop_ratio"] = metrics.loss_ratio(dropped, link.get("arrived", 0))
     per = [s["bytes"] for s in streams]
     m["jain"] = metrics.jain(per) if len(per) > 1 else None
-    lossy = [(mss, srtt[s["stream"]] / 1e3, metrics.loss_ratio(s["retransmits"], s["data_segs_out"]))
+    # Hacker 2002's p: loss episodes (recoveries and timeouts) per packet sent, from the kernel's
+    # counters of the sender's namespace; without them, each stream's retransmitted share.
+    kern = cell.get("sender_tcp")
+    events = sum(kern.get(k, 0) for k in ("TCPRenoRecovery", "TCPSackRecovery", "TCPTimeouts")) if kern else None
+    m["loss_events"] = events
+    m["p_events"] = metrics.loss_ratio(events, kern["OutSegs"]) if kern and kern.get("OutSegs") else None
+    lossy = [(mss, srtt[s["stream"]] / 1e3,
+              m["p_events"] if m["p_events"] is not None else metrics.loss_ratio(s["retransmits"], s["data_segs_out"]))
              for s in streams if s["stream"] in srtt]
     agg = metrics.mathis_aggregate(lossy) if lossy else None
     m["mathis_mbps"] = agg / 1e6 if agg is not None and agg != float("inf") else None

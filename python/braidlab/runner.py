@@ -173,11 +173,13 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         time.sleep(omit)
         # The measured window opens here: the link's counters, the probes, the cross traffic's share.
         before = _counters(bed.stats())
+        tcp_before = traffic.tcp_counters(snd)
         offset = time.monotonic() - t0
         t_before = time.monotonic()
         probe = traffic.ping(bed.senders[1], bed.receivers[1].addr, seconds) if sc.probe else None
         report = engine.Report.parse(bench.wait(omit + seconds + 60))
         after = _counters(bed.stats())
+        tcp_after = traffic.tcp_counters(snd)
         link_seconds = time.monotonic() - t_before
         outs = {k: (r.wait(cross_time + 30) if k != "sink" else None) for k, r in cross.items()}
         if "sink" in cross:
@@ -200,6 +202,8 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         "series": [[iv["t"], st["stream"], st["mbps"], st["cwnd"], st["srtt_us"] / 1e3]
                    for iv in report.intervals for st in iv["streams"]],
         "link": link, "link_seconds": round(link_seconds, 3), "omit": omit,
+        # The method's sender is alone in its namespace: these are its streams' own.
+        "sender_tcp": {k: tcp_after[k] - tcp_before[k] for k in tcp_after},
     }
     if omit:
         out["at_omit"] = at_omit(report.intervals, omit)
@@ -267,10 +271,20 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
             left = (len(todo) - i) * per_cell
             progress(f"[{len(plan) - len(todo) + i + 1}/{len(plan)}] {cell.id}  "
                      f"(about {left / 60:.1f} min left)")
-            raw = out / "raw" / cell.id
-            if raw.exists():
-                shutil.rmtree(raw)  # a half-run cell from an interrupted run
-            data = run_cell(exp, variant, cell, raw, token, plan.index(cell))
+            data = None
+            for attempt in (1, 2):
+                raw = out / "raw" / cell.id
+                if raw.exists():
+                    shutil.rmtree(raw)  # a half-run cell from an interrupted run or a failed attempt
+                try:
+                    data = run_cell(exp, variant, cell, raw, token, plan.index(cell))
+                    break
+                except (RunError, RuntimeError, OSError, ValueError, KeyError) as e:
+                    # One cell's failure (a tool that exited, a report that did not parse) must not
+                    # throw away hours of others: try once more, then leave it for a continuation.
+                    progress(f"    attempt {attempt} failed: {e}")
+            if data is None:
+                continue
             _write_json(cells_dir / f"{cell.id}.json", data)
             progress("    " + results.one_line(data))
             results.write_tables(exp, out)
@@ -280,6 +294,11 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
         if installed_here:
             braid.cc("uninstall")
     results.write_tables(exp, out)
+    missing = [c.id for c in plan if not (cells_dir / f"{c.id}.json").exists()]
+    if missing:
+        raise RunError(f"{len(missing)} cell(s) failed twice ({', '.join(missing[:5])}"
+                       f"{', ...' if len(missing) > 5 else ''}); their logs are in {out / 'raw'}; "
+                       f"run the same command again to retry them")
     return out
 
 

@@ -191,3 +191,29 @@ def parse_iperf3(text: str) -> IperfResult:
     return IperfResult(seconds=recv["seconds"], sent_bytes=sent["bytes"], received_bytes=recv["bytes"],
                        retransmits=sent.get("retransmits", 0), streams=streams,
                        cc=end.get("sender_tcp_congestion"))
+
+
+# --- the kernel's TCP counters ---------------------------------------------------------------
+
+def parse_proc_net(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/netstat or /proc/net/snmp: header and value lines in pairs,
+    "TcpExt: A B ..." then "TcpExt: 1 2 ..."; {"TcpExt": {"A": 1, ...}, ...}."""
+    out: dict[str, dict[str, int]] = {}
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    for head, vals in zip(lines[::2], lines[1::2]):
+        if head[0] != vals[0] or len(head) != len(vals):
+            raise ValueError(f"unpaired /proc/net lines: {head[0]} and {vals[0]}")
+        out[head[0].rstrip(":")] = {k: int(v) for k, v in zip(head[1:], vals[1:])}
+    return out
+
+
+# What Hacker 2002 counts as p's numerator (Web100's Recoveries) and denominator (PktsOut).
+LOSS_EVENT_COUNTERS = ("TCPRenoRecovery", "TCPSackRecovery", "TCPTimeouts")
+
+
+def tcp_counters(host) -> dict[str, int]:
+    """A namespace's loss-recovery episodes and segments sent, from the kernel."""
+    ext = parse_proc_net(host.run("cat", "/proc/net/netstat"))["TcpExt"]
+    tcp = parse_proc_net(host.run("cat", "/proc/net/snmp"))["Tcp"]
+    return {**{k: ext.get(k, 0) for k in LOSS_EVENT_COUNTERS}, "OutSegs": tcp["OutSegs"],
+            "RetransSegs": tcp["RetransSegs"]}

@@ -123,3 +123,13 @@ def test_udp_loss_in_the_method_window():
     u = runner._udp_window("\n".join(json.dumps(r) for r in recs), 1.0, 1.5)
     assert (u["packets"], u["lost"]) == (50, 2)  # t = 1.0 .. 1.4: lost at 1.1 and 1.3
     assert u["loss_ratio"] == 2 / 52
+
+
+def test_runs_of_one_experiment_pool_their_repetitions(tmp_path):
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b")
+    md, _ = report.make([a, b], tmp_path / "out")
+    text = md.read_text()
+    assert text.count("## A small experiment") == 1
+    assert "| single | 4 |" in text  # two repetitions from each run
+    assert "Run `run`" in text and text.count("8 of 9 cells measured") == 2

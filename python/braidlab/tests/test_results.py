@@ -133,3 +133,13 @@ def test_omitted_start_is_left_out():
     assert m["jain"] == pytest.approx(12 ** 2 / (2 * (8 ** 2 + 4 ** 2)))
     rows = results.flow_rows("x", c, m)
     assert [r["flow_mbps"] for r in rows] == pytest.approx([8.0, 4.0])
+
+
+def test_mathis_uses_loss_episodes_when_the_kernel_counted_them():
+    c = cell(streams=[(0, "reno", 30_000_000, 30, 20_000), (1, "reno", 10_000_000, 10, 10_000)])
+    c["sender_tcp"] = {"TCPRenoRecovery": 0, "TCPSackRecovery": 4, "TCPTimeouts": 1, "OutSegs": 50_000,
+                       "RetransSegs": 40}
+    m = results.cell_metrics(c)
+    assert m["loss_events"] == 5 and m["p_events"] == pytest.approx(1e-4)
+    want = 2 * 1448 * 8 * math.sqrt(1.5) / (0.080 * math.sqrt(1e-4)) / 1e6
+    assert m["mathis_mbps"] == pytest.approx(want)

@@ -18,6 +18,8 @@ def fake(monkeypatch, tmp_path):
     def run_cell(exp, variant, c, raw, token, index):
         if len(ran) == fake.stop_after:
             raise KeyboardInterrupt
+        if c.id in fake.broken:
+            raise RuntimeError(f"bench on snd0 exited 4 in {c.id}")
         raw.mkdir(parents=True, exist_ok=True)
         ran.append(c.id)
         return cell(c.method, scenario=c.scenario, rep=c.rep,
@@ -28,6 +30,7 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(runner.braid, "cc_status", lambda: {"installed": True})
     monkeypatch.setattr(runner.engine, "token_file", lambda d: tmp_path / "token")
     fake.stop_after = None
+    fake.broken = set()
     fake.ran = ran
     return fake
 
@@ -62,3 +65,17 @@ def test_a_run_directory_is_not_reused_for_something_else(fake, tmp_path):
         runner.run(exp, "full", out, progress=lambda s: None)
     with pytest.raises(runner.RunError, match="planned with --repeat 1"):
         runner.run(exp, "quick", out, repeat=3, progress=lambda s: None)
+
+
+def test_a_failing_cell_is_tried_twice_then_left_for_the_next_run(fake, tmp_path):
+    exp = experiment.parse(__import__("tomllib").loads(MINIMAL))
+    out = tmp_path / "run"
+    fake.broken = {"a.reno-2.r0"}
+    said = []
+    with pytest.raises(runner.RunError, match=r"1 cell\(s\) failed twice \(a.reno-2.r0\)"):
+        runner.run(exp, "quick", out, progress=said.append)
+    assert sum("attempt" in s and "exited 4" in s for s in said) == 2
+    assert sorted(fake.ran) == ["a.reno-4.r0", "a.single.r0"]
+    fake.broken = set()
+    runner.run(exp, "quick", out, progress=said.append)
+    assert fake.ran[2:] == ["a.reno-2.r0"]

@@ -44,3 +44,13 @@ def test_ping_report_needs_a_summary():
     s, samples = traffic.ping_report('{"type": "rtt", "seq": 0, "t": 0, "rtt_ms": 1.0}\n'
                                      '{"type": "ping", "sent": 1, "received": 1}')
     assert s["received"] == 1 and samples[0]["rtt_ms"] == 1.0
+
+
+def test_proc_net_counters_parsed():
+    text = ("TcpExt: SyncookiesSent TCPRenoRecovery TCPSackRecovery TCPTimeouts\n"
+            "TcpExt: 0 2 5 1\n"
+            "IpExt: InNoRoutes\nIpExt: 3\n")
+    got = traffic.parse_proc_net(text)
+    assert got["TcpExt"]["TCPSackRecovery"] == 5 and got["IpExt"] == {"InNoRoutes": 3}
+    with pytest.raises(ValueError, match="unpaired"):
+        traffic.parse_proc_net("TcpExt: A B\nIpExt: 1 2\n")
