@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import claims as claims_mod
-from . import results
+from . import metrics, results
 from .experiment import parse
 
 # The metrics a scenario's table may show, in order, with their headings.
@@ -134,6 +134,24 @@ def series_figure(cells: list[dict], scenario: str, path: Path) -> Path:
     return _save(fig, path)
 
 
+def model_table(rows: list[dict]) -> list[list[str]] | None:
+    """Rows of streams, measured, Mathis, their difference with a 90 % t interval."""
+    per_n: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        if r.get("mathis_mbps") is not None:
+            per_n[r["streams"]].append((r["method_mbps"], r["mathis_mbps"]))
+    if not per_n:
+        return None
+    out = [["streams", "measured Mb/s", "Mathis Mb/s", "measured - Mathis", "90 % interval"]]
+    for n in sorted(per_n):
+        pairs = per_n[n]
+        mean, lo, hi = metrics.mean_ci([a - e for a, e in pairs], 0.90)
+        out.append([str(n), f"{statistics.median(a for a, _ in pairs):.1f}",
+                    f"{statistics.median(e for _, e in pairs):.1f}", f"{mean:+.1f}",
+                    f"{lo:+.1f} .. {hi:+.1f}" if len(pairs) > 1 else "(one run)"])
+    return out
+
+
 def _families(rows: list[dict]) -> dict[str, list[dict]]:
     """Methods that differ only in their number of streams, if a family has 3 or more."""
     fam: dict[tuple, list[dict]] = defaultdict(list)
@@ -218,6 +236,13 @@ def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
                   if any(r.get(k) is not None for r in srows)]
             b.append(Block("img", sweep_figure(srows, sc, fams, ms, fig_dir / f"{exp.name}-{sc}-sweep.png"),
                            f"{sc}: against the number of streams"))
+            if exp.columns is None or "mathis_mbps" in exp.columns:
+                diff = model_table(srows)
+                if diff:
+                    b.append(Block("p", "Measured minus the Mathis aggregate (Eq. 5) per number of streams, "
+                                        "mean and 90 % confidence interval over repetitions (Hacker 2002 Fig. 10); "
+                                        "an interval below zero: the model bounds the measurement from above."))
+                    b.append(Block("table", diff))
         else:
             b.append(Block("img", box_figure(rows, sc, methods, "method_mbps", "Mb/s",
                                              fig_dir / f"{exp.name}-{sc}-box.png"), f"{sc}: throughput"))

@@ -178,7 +178,8 @@ def _csv(rows: list[dict], columns: list[str]) -> str:
     return buf.getvalue()
 
 
-def _atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
+    """Whole or not at all: a reader never sees half a file, a crash never leaves one."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
@@ -195,9 +196,9 @@ def write_tables(exp, run_dir: Path) -> None:
         flows += flow_rows(exp.name, c, by_id[(c["scenario"], c["method"], c["rep"])])
         series += [f"{c['scenario']},{c['method']},{c['rep']},{t},{s},{mb},{cw},{rt}"
                    for t, s, mb, cw, rt in c["series"]]
-    _atomic(run_dir / "cells.csv", _csv(rows, CELL_COLUMNS))
-    _atomic(run_dir / "flows.csv", _csv(flows, FLOW_COLUMNS))
-    _atomic(run_dir / "series.csv", "\n".join(series) + "\n")
+    write_atomic(run_dir / "cells.csv", _csv(rows, CELL_COLUMNS))
+    write_atomic(run_dir / "flows.csv", _csv(flows, FLOW_COLUMNS))
+    write_atomic(run_dir / "series.csv", "\n".join(series) + "\n")
 
 
 def one_line(cell: dict) -> str:

@@ -4,7 +4,8 @@ A run directory holds:
   run.json            the experiment, variant, seed and the cells' order (the plan)
   cells/<id>.json     one finished cell: what was measured (written atomically)
   raw/<id>/           the cell's manifest, link stats and every tool's output
-  flows.csv           the tidy table (results.py), rewritten after every cell
+  flows.csv           the tidy table (results.py): one row per method x repetition x flow
+  cells.csv           one row per cell; both rewritten after every cell
   series.csv          per-second rate, window and RTT of every method stream
 
 Running the same command with the same --out continues an interrupted run:
@@ -42,9 +43,7 @@ class RunError(RuntimeError):
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    results.write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
 def preflight(exp: Experiment, variant: Variant) -> None:
