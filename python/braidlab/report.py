@@ -45,6 +45,9 @@ class Block:
     extra: object = None
 
 
+# What a sweep figure may plot against n or k.
+SWEPT = {"method_mbps", "cross_mbps", "ratio_to_cross", "method_loss_ratio", "jain", "utilisation", "mathis_mbps",
+         "p_events"}
 LOSSES = {"method_loss_ratio", "udp_loss", "link_drop_ratio", "p_events"}
 
 
@@ -92,22 +95,23 @@ def box_figure(rows: list[dict], scenario: str, methods: list[str], metric: str,
     return _save(fig, path)
 
 
-def sweep_figure(rows: list[dict], scenario: str, families: dict[str, list[dict]], metrics_: list[tuple[str, str]],
+def sweep_figure(scenario: str, families: dict[str, tuple[str, list[dict]]], metrics_: list[tuple[str, str]],
                  path: Path) -> Path:
+    """Each family's median of each metric against what it varies (streams n, or strength k)."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(metrics_), figsize=(4.2 * len(metrics_), 3.4), squeeze=False)
+    xlabels = {x for x, _ in families.values()}
     for ax, (metric, label) in zip(axes[0], metrics_):
         scale = 100 if metric in PERCENT else 1
-        for fam, frows in families.items():
-            per_n: dict[int, list[float]] = defaultdict(list)
+        for fam, (x, frows) in families.items():
+            per_x: dict[float, list[float]] = defaultdict(list)
             for r in frows:
                 if r[metric] is not None:
-                    per_n[r["streams"]].append(r[metric] * scale)
-            ns = sorted(per_n)
-            if not ns:
-                continue
-            ax.plot(ns, [statistics.median(per_n[n]) for n in ns], marker="o", ms=3, label=fam)
-        ax.set_xlabel("streams")
+                    per_x[r[x]].append(r[metric] * scale)
+            xs = sorted(per_x)
+            if xs:
+                ax.plot(xs, [statistics.median(per_x[v]) for v in xs], marker="o", ms=3, label=fam)
+        ax.set_xlabel(" or ".join("streams n" if x == "streams" else "strength k" for x in sorted(xlabels)))
         ax.set_ylabel(label + (" (%)" if scale == 100 else ""))
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
@@ -152,16 +156,20 @@ def model_table(rows: list[dict]) -> list[list[str]] | None:
     return out
 
 
-def _families(rows: list[dict]) -> dict[str, list[dict]]:
-    """Methods that differ only in their number of streams, if a family has 3 or more."""
-    fam: dict[tuple, list[dict]] = defaultdict(list)
-    for r in rows:
-        fam[(r["mode"], r["cc"], r["virtual_rtt"], r["strength"])].append(r)
+def _families(rows: list[dict]) -> dict[str, tuple[str, list[dict]]]:
+    """Methods that differ only in their number of streams (or, at a fixed number, only in their
+    strength), when 3 or more of them were measured: label -> (what varies, rows)."""
     out = {}
-    for (mode, cc, m, k), frs in fam.items():
-        if len({r["streams"] for r in frs}) >= 3:
-            label = " ".join(str(x) for x in (mode, cc, f"m={m:g}" if m else "", f"k={k:g}" if k else "") if x)
-            out[label] = frs
+    for x, fixed in (("streams", "strength"), ("strength", "streams")):
+        fam: dict[tuple, list[dict]] = defaultdict(list)
+        for r in rows:
+            fam[(r["mode"], r["cc"], r["virtual_rtt"], r[fixed])].append(r)
+        for (mode, cc, m, other), frs in fam.items():
+            if len({r[x] for r in frs}) < 3:
+                continue
+            shown = f"k={other:g}" if x == "streams" and other else f"n={other}" if x == "strength" else ""
+            label = " ".join(str(v) for v in (mode, cc, f"m={m:g}" if m else "", shown) if v)
+            out[label] = (x, frs)
     return out
 
 
@@ -231,11 +239,10 @@ def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
             b.append(Block("p", "Paper values from " + ", ".join(srcs) + "."))
         fams = _families(srows)
         if fams:
-            ms = [(k, h) for k, h in (("method_mbps", "Mb/s"), ("method_loss_ratio", "TCP loss"),
-                                      ("jain", "Jain"), ("utilisation", "link used"), ("mathis_mbps", "Mathis Mb/s"))
-                  if any(r.get(k) is not None for r in srows)]
-            b.append(Block("img", sweep_figure(srows, sc, fams, ms, fig_dir / f"{exp.name}-{sc}-sweep.png"),
-                           f"{sc}: against the number of streams"))
+            ms = [(k, h) for k, h in cols if k in SWEPT][:4]
+            b.append(Block("img", sweep_figure(sc, fams, ms, fig_dir / f"{exp.name}-{sc}-sweep.png"),
+                           f"{sc}: against the number of streams" + (" or the strength" if any(
+                               x == "strength" for x, _ in fams.values()) else "")))
             if exp.columns is None or "mathis_mbps" in exp.columns:
                 diff = model_table(srows)
                 if diff:

@@ -133,3 +133,15 @@ def test_runs_of_one_experiment_pool_their_repetitions(tmp_path):
     assert text.count("## A small experiment") == 1
     assert "| single | 4 |" in text  # two repetitions from each run
     assert "Run `run`" in text and text.count("8 of 9 cells measured") == 2
+
+
+def test_families_vary_in_streams_or_in_strength():
+    def row(n, k, mode="tcpp", cc=""):
+        return {"mode": mode, "cc": cc, "virtual_rtt": None, "streams": n, "strength": k}
+
+    rows = [row(n, 1) for n in (1, 2, 3, 10)] + [row(10, k) for k in (2, 3)] + \
+        [row(n, None, "parallel", "reno") for n in (1, 2)]
+    fams = report._families(rows)
+    assert set(fams) == {"tcpp k=1", "tcpp n=10"}
+    assert fams["tcpp k=1"][0] == "streams" and len(fams["tcpp k=1"][1]) == 4
+    assert fams["tcpp n=10"][0] == "strength" and sorted(r["strength"] for r in fams["tcpp n=10"][1]) == [1, 2, 3]
