@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use braid::bootstrap::{self, Ssh};
 use braid::client::{self, Config};
 use braid::server::{self, Server};
 use braid::session::{SocketOptions, Token};
@@ -64,6 +65,22 @@ pub struct SessionArgs {
     /// Where braid's controls are pinned.
     #[arg(long, default_value = braid_cc::DEFAULT_PIN_DIR)]
     pin_dir: PathBuf,
+    /// Start the far end over ssh: when nothing listens there (auto), always, or never.
+    #[arg(long, value_enum, default_value = "auto")]
+    ssh: SshWhen,
+    /// The ssh command and its options, as rsync -e takes them ("ssh -p 2222 -i key").
+    #[arg(short = 'e', long, default_value = "ssh")]
+    rsh: String,
+    /// braid on the far end, for a start over ssh.
+    #[arg(long, default_value = "braid")]
+    remote_braid: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SshWhen {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Args)]
@@ -115,10 +132,13 @@ pub struct ServeArgs {
     /// Serve one session, then exit with its result.
     #[arg(long)]
     once: bool,
+    /// With --once: give up if no client connects within this many seconds.
+    #[arg(long, requires = "once")]
+    wait: Option<u64>,
     /// One JSON summary line per session on stdout.
     #[arg(long)]
     json: bool,
-    /// A file holding the token (default: $BRAID_TOKEN, else a fresh one is printed).
+    /// A file holding the token, - for stdin (default: $BRAID_TOKEN, else a fresh one is printed).
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// SO_SNDBUF/SO_RCVBUF in bytes (default: the kernel's autotuning).
@@ -156,8 +176,15 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
     if let Some(f) = file {
-        let t = std::fs::read_to_string(f)
-            .map_err(|e| Error::io(format!("reading the token file {}", f.display()), e))?;
+        let t = if f.as_os_str() == "-" {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                .map_err(|e| Error::io("reading the token from stdin", e))?;
+            t
+        } else {
+            std::fs::read_to_string(f)
+                .map_err(|e| Error::io(format!("reading the token file {}", f.display()), e))?
+        };
         return Token::new(t.trim().as_bytes().to_vec()).map(Some);
     }
     match std::env::var("BRAID_TOKEN") {
@@ -200,11 +227,16 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
 }
 
 fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Config> {
-    let token = token(&s.token_file)?.ok_or_else(|| {
-        Error::Usage(
-            "no token: set BRAID_TOKEN or pass --token-file (braid serve prints one)".into(),
-        )
-    })?;
+    // Without a token of our own only a far end we start ourselves can be reached.
+    let token = match token(&s.token_file)? {
+        Some(t) => t,
+        None if s.ssh != SshWhen::Never => Token::generate()?,
+        None => {
+            return Err(Error::Usage(
+                "no token: set BRAID_TOKEN or pass --token-file (braid serve prints one)".into(),
+            ))
+        }
+    };
     if !(s.interval.is_finite() && s.interval >= 0.01) {
         return Err(Error::Usage("--interval must be at least 0.01 s".into()));
     }
@@ -222,6 +254,58 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Conf
         interval: Duration::from_secs_f64(s.interval),
         limit_bps: s.limit,
     })
+}
+
+/// Runs `session` against the server at `cfg.target`. When nothing listens there (or with
+/// --ssh always) it starts `braid serve --once` over ssh on `login` with `root` as its root and a
+/// fresh token, and runs `session` against that; the flag tells `session` which it talks to.
+fn with_far_end<T>(
+    s: &SessionArgs,
+    mut cfg: Config,
+    login: &str,
+    root: Option<&str>,
+    session: impl Fn(&Config, bool) -> Result<T>,
+) -> Result<T> {
+    if s.ssh != SshWhen::Always {
+        let had_token = token(&s.token_file)?.is_some();
+        match session(&cfg, false) {
+            Err(e) if e.is_refused() && s.ssh == SshWhen::Auto => eprintln!(
+                "braid: nothing listens at {}; starting braid serve on {login} over ssh",
+                cfg.target
+            ),
+            Err(e) if !had_token && !e.is_refused() => {
+                return Err(Error::Usage(format!(
+                    "{e} (no token given: set BRAID_TOKEN or pass --token-file; braid serve prints one)"
+                )))
+            }
+            other => return other,
+        }
+    }
+    let root = root.ok_or_else(|| {
+        Error::Usage("over ssh the paths of one get must be all absolute or all relative".into())
+    })?;
+    let ssh = Ssh {
+        command: s.rsh.split_whitespace().map(String::from).collect(),
+        remote_braid: s.remote_braid.clone(),
+        wait: Duration::from_secs(60),
+    };
+    cfg.token = Token::generate()?;
+    let far = bootstrap::start(&ssh, login, root, &cfg.token)?;
+    let host = cfg
+        .target
+        .rsplit_once(':')
+        .map_or_else(String::new, |(h, _)| h.to_owned());
+    cfg.target = format!("{host}:{}", far.port);
+    match session(&cfg, true) {
+        Ok(v) => {
+            far.finish(Duration::from_secs(30))?;
+            Ok(v)
+        }
+        Err(e) => {
+            far.abandon();
+            Err(e)
+        }
+    }
 }
 
 fn print_summary(s: &Summary, json: bool) {
@@ -277,7 +361,9 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         p.flags |= FLAG_REVERSE;
     }
     let cfg = config(&a.s, remote.addr, p)?;
-    let s = client::bench(&cfg)?;
+    let s = with_far_end(&a.s, cfg, &remote.login, Some("."), |cfg, _| {
+        client::bench(cfg)
+    })?;
     print_summary(&s, a.s.json);
     Ok(())
 }
@@ -291,31 +377,46 @@ pub fn send(a: SendArgs) -> Result<()> {
     }
     let cfg = config(&a.s, remote.addr, p)?;
     let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
-    let s = client::send(&cfg, &sources, remote.path.as_deref().unwrap_or(""))?;
+    let dest = remote.path.as_deref().unwrap_or("");
+    let (root, below) = bootstrap::root_and_path(dest);
+    // A server we start has the path's root as its root; a running one has a root of its own.
+    let s = with_far_end(&a.s, cfg, &remote.login, Some(&root), |cfg, ours| {
+        client::send(cfg, &sources, if ours { &below } else { dest })
+    })?;
     print_summary(&s, a.s.json);
     Ok(())
 }
 
 pub fn get(a: GetArgs) -> Result<()> {
     let (local, remotes) = a.paths.split_last().expect("clap requires two paths");
-    let mut addr = None;
+    let mut first: Option<target::Remote> = None;
     let mut paths = Vec::new();
     for r in remotes {
         let remote = target::parse(r, true).map_err(Error::Usage)?;
-        if addr.as_ref().is_some_and(|a| *a != remote.addr) {
+        if first.as_ref().is_some_and(|f| f.addr != remote.addr) {
             return Err(Error::Usage(
                 "every PATH of one get must come from the same server".into(),
             ));
         }
-        addr = Some(remote.addr);
-        paths.push(remote.path.expect("parse with_path returns a path"));
+        paths.push(remote.path.clone().expect("parse with_path returns a path"));
+        first.get_or_insert(remote);
     }
+    let remote = first.expect("at least one remote");
     let mut p = params(&a.s, Kind::Get)?;
     if a.resume {
         p.flags |= FLAG_RESUME;
     }
-    let cfg = config(&a.s, addr.expect("at least one remote"), p)?;
-    let s = client::get(&cfg, &paths, &PathBuf::from(local))?;
+    let split: Vec<(String, String)> = paths.iter().map(|p| bootstrap::root_and_path(p)).collect();
+    let root = split
+        .iter()
+        .all(|(r, _)| *r == split[0].0)
+        .then(|| split[0].0.clone());
+    let below: Vec<String> = split.into_iter().map(|(_, b)| b).collect();
+    let cfg = config(&a.s, remote.addr.clone(), p)?;
+    let local = PathBuf::from(local);
+    let s = with_far_end(&a.s, cfg, &remote.login, root.as_deref(), |cfg, ours| {
+        client::get(cfg, if ours { &below } else { &paths }, &local)
+    })?;
     print_summary(&s, a.s.json);
     Ok(())
 }
@@ -345,6 +446,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         pin_dir: a.pin_dir,
         output: if a.json { Output::Json } else { Output::Human },
         once: a.once,
+        wait: a.wait.map(Duration::from_secs),
         limit_bps: a.limit,
     })?;
     eprintln!("braid serve: listening on {}", srv.local_addr());

@@ -75,6 +75,11 @@ impl Error {
         }
     }
 
+    /// Nothing listens at the address: the case where starting the far end over ssh helps.
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Error::Connect { source, .. } if source.kind() == io::ErrorKind::ConnectionRefused)
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => exit::USAGE,

@@ -7,6 +7,7 @@
 //! sets, path checks, rate limiting) is apart from the I/O that drives it.
 
 pub mod bench;
+pub mod bootstrap;
 pub mod client;
 pub mod conn;
 pub mod engine;

@@ -37,6 +37,8 @@ pub struct Config {
     pub output: Output,
     /// Serve one session, then exit with its result.
     pub once: bool,
+    /// With `once`: give up if no client has connected within this long.
+    pub wait: Option<Duration>,
     pub limit_bps: Option<u64>,
 }
 
@@ -77,15 +79,28 @@ impl Server {
         let registry: Registry = Arc::default();
         let cfg = Arc::new(self.cfg);
         let (done_tx, done_rx) = mpsc::channel::<Result<()>>();
+        let started = std::time::Instant::now();
+        let mut connected = false;
         loop {
             if cfg.once {
                 if let Ok(r) = done_rx.try_recv() {
                     return r;
                 }
+                if let Some(w) = cfg.wait.filter(|w| !connected && started.elapsed() > *w) {
+                    // A server started for one client (over ssh) must not outlive it.
+                    return Err(Error::connect(
+                        "waiting for the client",
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("nobody connected within {} s", w.as_secs()),
+                        ),
+                    ));
+                }
             }
             if !readable(&self.listener, 100) {
                 continue;
             }
+            connected = true;
             let stream = match self.listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) => {

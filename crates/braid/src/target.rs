@@ -1,5 +1,6 @@
-//! `HOST[:PORT]` and `HOST[:PORT]:PATH` as the command line writes them;
-//! an IPv6 host goes in brackets: `[::1]:5420:dir`.
+//! `[USER@]HOST[:PORT]` and `[USER@]HOST[:PORT]:PATH` as the command line
+//! writes them; an IPv6 host goes in brackets: `[::1]:5420:dir`. USER and HOST
+//! are also the ssh login used when the far end has to be started over ssh.
 
 /// The port `braid serve` listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 5420;
@@ -7,13 +8,21 @@ pub const DEFAULT_PORT: u16 = 5420;
 /// A parsed remote: "host:port" to connect to, and the path after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Remote {
+    /// "host:port" to connect to.
     pub addr: String,
     pub path: Option<String>,
+    /// `[user@]host` for ssh.
+    pub login: String,
 }
 
 /// Parses `HOST`, `HOST:PORT`, `HOST:PATH`, `HOST:PORT:PATH` (a PATH that is
 /// all digits needs the port written out: `host:5420:2024`).
 pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
+    let (user, s) = match s.split_once('@') {
+        Some((u, rest)) if !u.is_empty() && !u.contains([':', '/', '[']) => (Some(u), rest),
+        Some(("", _)) => return Err(format!("{s:?}: an empty user before '@'")),
+        _ => (None, s),
+    };
     let (host, rest) = if let Some(inner) = s.strip_prefix('[') {
         let end = inner
             .find(']')
@@ -50,6 +59,10 @@ pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
     } else {
         format!("{host}:{port}")
     };
+    let login = match user {
+        Some(u) => format!("{u}@{host}"),
+        None => host.to_owned(),
+    };
     match (with_path, path) {
         (true, None) | (true, Some("")) => {
             Err(format!("{s:?}: no path after the host (HOST[:PORT]:PATH)"))
@@ -60,8 +73,13 @@ pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
         (true, Some(p)) => Ok(Remote {
             addr,
             path: Some(p.to_owned()),
+            login,
         }),
-        (false, _) => Ok(Remote { addr, path: None }),
+        (false, _) => Ok(Remote {
+            addr,
+            path: None,
+            login,
+        }),
     }
 }
 
@@ -70,9 +88,11 @@ mod tests {
     use super::*;
 
     fn r(addr: &str, path: Option<&str>) -> Remote {
+        let host = addr.rsplit_once(':').unwrap().0;
         Remote {
             addr: addr.into(),
             path: path.map(Into::into),
+            login: host.trim_start_matches('[').trim_end_matches(']').into(),
         }
     }
 
@@ -91,6 +111,26 @@ mod tests {
             parse("10.0.0.1:.", true).unwrap(),
             r("10.0.0.1:5420", Some("."))
         );
+    }
+
+    #[test]
+    fn users_make_the_ssh_login() {
+        let t = parse("ann@h:7000:dir", true).unwrap();
+        assert_eq!((t.addr.as_str(), t.login.as_str()), ("h:7000", "ann@h"));
+        assert_eq!(t.path.as_deref(), Some("dir"));
+        let t = parse("ann@[::1]:/abs", true).unwrap();
+        assert_eq!(
+            (t.addr.as_str(), t.login.as_str()),
+            ("[::1]:5420", "ann@::1")
+        );
+        assert_eq!(t.path.as_deref(), Some("/abs"));
+        // An '@' in the path is not a user.
+        let t = parse("h:dir/a@b", true).unwrap();
+        assert_eq!(
+            (t.login.as_str(), t.path.as_deref()),
+            ("h", Some("dir/a@b"))
+        );
+        assert!(parse("@h:x", true).unwrap_err().contains("empty user"));
     }
 
     #[test]

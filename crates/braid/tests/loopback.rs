@@ -28,6 +28,7 @@ fn serve(root: &Path) -> String {
         pin_dir: braid_cc::DEFAULT_PIN_DIR.into(),
         output: Output::Quiet,
         once: false,
+        wait: None,
         limit_bps: None,
     })
     .unwrap();

@@ -1,0 +1,262 @@
+//! Starting the far end over ssh when no `braid serve` runs there, as bbcp
+//! does: `ssh [USER@]HOST braid serve --once` on an ephemeral port, with a
+//! fresh token written to its stdin (never on a command line, where `ps`
+//! would show it). The client reads the port from the server's "listening
+//! on" line, then connects to HOST:PORT as to any server. ssh carries only
+//! this start-up and the far end's messages; data goes over braid's own
+//! streams.
+//!
+//! The server's root is `/` for an absolute remote path and the login's home
+//! for a relative one (where ssh starts), so `user@host:dir` means what scp
+//! and rsync make of it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::session::Token;
+
+/// How to reach the far end over ssh.
+#[derive(Clone, Debug)]
+pub struct Ssh {
+    /// The ssh command and its options, as `rsync -e` takes them: "ssh -p 2222 -i key".
+    pub command: Vec<String>,
+    /// braid on the far end.
+    pub remote_braid: String,
+    /// How long the far end waits for this client before it gives up.
+    pub wait: Duration,
+}
+
+/// The server's root and the path below it for a remote path (see the module doc).
+pub fn root_and_path(path: &str) -> (String, String) {
+    match path.strip_prefix('/') {
+        Some(rest) => {
+            let rest = rest.trim_start_matches('/');
+            (
+                "/".into(),
+                if rest.is_empty() {
+                    ".".into()
+                } else {
+                    rest.into()
+                },
+            )
+        }
+        None => (".".into(), path.into()),
+    }
+}
+
+/// One word for a POSIX shell: ssh hands the far end a command line, not a list.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,".contains(&b))
+    {
+        return s.into();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The local command that starts the far end.
+pub fn serve_argv(ssh: &Ssh, login: &str, root: &str) -> Vec<String> {
+    let remote = [
+        shell_quote(&ssh.remote_braid),
+        "serve --once --listen 0.0.0.0:0 --token-file -".into(),
+        format!("--wait {}", ssh.wait.as_secs().max(1)),
+        format!("--root {}", shell_quote(root)),
+    ]
+    .join(" ");
+    let mut argv = ssh.command.clone();
+    argv.extend([login.to_owned(), "--".into(), remote]);
+    argv
+}
+
+/// The port in `braid serve: listening on 0.0.0.0:PORT`.
+pub fn listening_port(line: &str) -> Option<u16> {
+    let addr = line.trim().strip_prefix("braid serve: listening on ")?;
+    addr.parse::<std::net::SocketAddr>().ok().map(|a| a.port())
+}
+
+/// A far end started over ssh: its port, and the ssh process to wait for.
+pub struct Started {
+    child: Child,
+    pub port: u16,
+    relay: JoinHandle<()>,
+    login: String,
+}
+
+/// Starts `braid serve --once` on `login` with `root` as its root; returns once it listens.
+pub fn start(ssh: &Ssh, login: &str, root: &str, token: &Token) -> Result<Started> {
+    let argv = serve_argv(ssh, login, root);
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Error::Usage("an empty ssh command".into()))?;
+    let what = format!("starting braid serve on {login} over ssh");
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::connect(format!("{what} ({program})"), e))?;
+    {
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        // Closing stdin ends the token file on the far end.
+        let written = stdin.write_all(format!("{}\n", token.as_str()).as_bytes());
+        drop(stdin);
+        if let Err(e) = written {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::connect(what, e));
+        }
+    }
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = mpsc::channel::<Result<u16, String>>();
+    let relay = thread::spawn(move || {
+        let mut told = false;
+        let mut said = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+            if !told {
+                if let Some(port) = listening_port(&line) {
+                    told = true;
+                    let _ = tx.send(Ok(port));
+                    continue;
+                }
+                said.push(line.clone());
+            }
+            if told {
+                eprintln!("braid: far end: {line}");
+            }
+        }
+        if !told {
+            let _ = tx.send(Err(said.join("; ")));
+        }
+    });
+    let deadline = Instant::now() + ssh.wait;
+    let port = loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Ok(port)) => break port,
+            Ok(Err(said)) => {
+                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                let _ = relay.join();
+                return Err(Error::connect(
+                    what,
+                    std::io::Error::other(format!(
+                        "ssh ended ({status}) before braid serve listened: {}",
+                        if said.is_empty() {
+                            "it said nothing"
+                        } else {
+                            &said
+                        }
+                    )),
+                ));
+            }
+            Err(_) if Instant::now() < deadline => continue,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::connect(
+                    what,
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no listening port within {} s", ssh.wait.as_secs()),
+                    ),
+                ));
+            }
+        }
+    };
+    Ok(Started {
+        child,
+        port,
+        relay,
+        login: login.into(),
+    })
+}
+
+impl Started {
+    /// Waits for the far end to finish its one session (it exits when the session ends).
+    pub fn finish(mut self, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    let _ = self.relay.join();
+                    return if status.success() {
+                        Ok(())
+                    } else {
+                        Err(Error::Remote {
+                            code: crate::error::code::IO,
+                            message: format!("braid serve on {} ended: {status}", self.login),
+                        })
+                    };
+                }
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Ends ssh now: the session failed and the far end's result no longer matters.
+    pub fn abandon(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_paths_pick_the_root() {
+        assert_eq!(root_and_path("/srv/data"), ("/".into(), "srv/data".into()));
+        assert_eq!(root_and_path("//srv"), ("/".into(), "srv".into()));
+        assert_eq!(root_and_path("/"), ("/".into(), ".".into()));
+        assert_eq!(root_and_path("incoming"), (".".into(), "incoming".into()));
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_far_shell() {
+        assert_eq!(shell_quote("/usr/bin/braid"), "/usr/bin/braid");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote("$(rm -rf ~)"), "'$(rm -rf ~)'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn the_far_command_line() {
+        let ssh = Ssh {
+            command: vec!["ssh".into(), "-p".into(), "2222".into()],
+            remote_braid: "/opt/braid dir/braid".into(),
+            wait: Duration::from_secs(60),
+        };
+        assert_eq!(
+            serve_argv(&ssh, "ann@h", "/"),
+            vec![
+                "ssh",
+                "-p",
+                "2222",
+                "ann@h",
+                "--",
+                "'/opt/braid dir/braid' serve --once --listen 0.0.0.0:0 --token-file - --wait 60 --root /"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_listening_line() {
+        assert_eq!(
+            listening_port("braid serve: listening on 0.0.0.0:40123\n"),
+            Some(40123)
+        );
+        assert_eq!(listening_port("braid serve: listening on [::]:7"), Some(7));
+        assert_eq!(listening_port("braid serve: token abc"), None);
+    }
+}

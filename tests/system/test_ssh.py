@@ -1,0 +1,107 @@
+"""`braid send` and `braid get` start the far end over ssh when no server runs
+there (as bbcp does), against a real sshd in the receiving namespace: keys
+made for the test, no token given, the file identical, nothing left running."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import blake3
+import pytest
+
+from braidlab.braid import binary
+from braidlab.netns import wait_until
+from braidlab.testbed import Pair
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+@pytest.fixture(scope="module")
+def far(tmp_path_factory):
+    if not Path(SSHD).exists():
+        pytest.fail("sshd is not installed (scripts/setup.sh installs openssh-server)")
+    d = tmp_path_factory.mktemp("ssh")
+    for name in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True)
+    (d / "authorized_keys").write_text((d / "client.pub").read_text())
+    cfg = d / "sshd_config"
+    cfg.write_text("\n".join([
+        "Port 22", f"HostKey {d / 'host'}", f"AuthorizedKeysFile {d / 'authorized_keys'}",
+        "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+        "UsePAM no", "StrictModes no", "PidFile none", "LogLevel ERROR", "",
+    ]))
+    # sshd's privilege separation directory, which the package's service would create.
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    with Pair(tag="ssh") as p:
+        p.sshd = p.rcv.popen([SSHD, "-D", "-e", "-f", str(cfg)], log=d / "sshd.log")
+        assert wait_until(lambda: ":22 " in p.rcv.run("ss", "-tlnH"), timeout=10), (d / "sshd.log.err").read_text()
+        p.dir = d
+        p.rsh = (f"ssh -i {d / 'client'} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+                 f"-o BatchMode=yes -o LogLevel=ERROR")
+        yield p
+
+
+def _braid(p, *argv, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k != "BRAID_TOKEN"}
+    return subprocess.run(p.snd.argv(binary(), *argv, "-e", p.rsh, "--remote-braid", binary()),
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _b3(path: Path) -> str:
+    return blake3.blake3(path.read_bytes()).hexdigest()
+
+
+def _far_servers(p) -> list[str]:
+    return [line for line in p.rcv.run("ps", "-eo", "pid,args").splitlines() if "serve --once" in line
+            and "--token-file -" in line]
+
+
+def test_send_and_get_start_the_far_end_over_ssh(far, tmp_path):
+    src = tmp_path / "data.bin"
+    src.write_bytes(os.urandom(3 << 20) + b"tail")
+    dest = tmp_path / "arrived"  # absolute: below / on the far end (the same machine here)
+    r = _braid(far, "send", str(src), f"root@{far.RCV_ADDR}:{dest}", "-n", "3")
+    assert r.returncode == 0, r.stderr
+    assert "nothing listens" in r.stderr and "over ssh" in r.stderr
+    assert _b3(dest / "data.bin") == _b3(src)
+    assert wait_until(lambda: not _far_servers(far), timeout=10), _far_servers(far)
+
+    back = tmp_path / "back"
+    back.mkdir()
+    r = _braid(far, "get", f"root@{far.RCV_ADDR}:{dest / 'data.bin'}", str(back), "--ssh", "always")
+    assert r.returncode == 0, r.stderr
+    assert "nothing listens" not in r.stderr  # --ssh always goes straight to ssh
+    assert _b3(back / "data.bin") == _b3(src)
+    assert wait_until(lambda: not _far_servers(far), timeout=10), _far_servers(far)
+
+
+def test_a_refused_login_is_a_connect_error_naming_ssh(far, tmp_path):
+    src = tmp_path / "f"
+    src.write_bytes(b"x")
+    bad = far.rsh.replace(str(far.dir / "client"), str(far.dir / "host"))  # a key sshd does not know
+    env = {k: v for k, v in os.environ.items() if k != "BRAID_TOKEN"}
+    r = subprocess.run(far.snd.argv(binary(), "send", str(src), f"root@{far.RCV_ADDR}:{tmp_path / 'no'}",
+                                    "-e", bad, "--remote-braid", binary()),
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 4, r.stderr
+    assert "over ssh" in r.stderr and "ssh ended" in r.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_without_ssh_a_missing_server_is_an_error(far, tmp_path):
+    src = tmp_path / "f"
+    src.write_bytes(b"x")
+    tok = tmp_path / "token"
+    tok.write_text("0123456789abcdef")
+    r = _braid(far, "send", str(src), f"{far.RCV_ADDR}:x", "--ssh", "never", "--token-file", str(tok), timeout=30)
+    assert r.returncode == 4 and "Connection refused" in r.stderr, r.stderr
+
+
+def test_a_server_started_for_one_client_gives_up_when_none_comes(tmp_path):
+    r = subprocess.run([binary(), "serve", "--once", "--wait", "1", "--listen", "127.0.0.1:0", "--root",
+                        str(tmp_path), "--token-file", "-"], input="0123456789abcdef\n",
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 4 and "nobody connected within 1 s" in r.stderr, r.stderr
