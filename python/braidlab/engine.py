@@ -70,7 +70,8 @@ def serve(host, root: Path, token: Path, *, port: int = PORT, once: bool = False
 
 def client_argv(command: str, *args: str, token: Path, method: Method | None = None, interval: float = 1.0,
                 json_lines: bool = True) -> list[str]:
-    argv = [binary(), command, *args, "--token-file", str(token), "-i", str(interval)]
+    # The laboratory's servers are its own: a missing one is an error, never a reason to try ssh.
+    argv = [binary(), command, *args, "--token-file", str(token), "-i", str(interval), "--ssh", "never"]
     if method is not None:
         argv += method.argv()
     if json_lines:

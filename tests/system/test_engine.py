@@ -214,6 +214,38 @@ def test_a_killed_sender_resumes_moving_only_what_is_missing(pair, record):
     f.unlink()
 
 
+def test_ctrl_c_during_get_journals_everything_received(pair, tmp_path, record):
+    """The receiving client journals once a second; a Ctrl-C makes it journal at once, so a
+    --resume moves exactly what the journal lacks and nothing received twice."""
+    f = pair.root / "pull.bin"
+    f.write_bytes(os.urandom(300 << 20))
+    local = tmp_path / "pulled"
+    local.mkdir()
+    # A server that sends at 400 Mb/s: 300 MiB take 6 s, the signal comes after 2.5.
+    srv = engine.serve(pair.rcv, pair.root, pair.token, port=5422, extra=["--limit", "400mbit"])
+    assert wait_until(lambda: "5422" in pair.rcv.run("ss", "-tlnH"), timeout=10)
+    argv = engine.client_argv("get", f"{pair.RCV_ADDR}:5422:pull.bin", str(local), token=pair.token,
+                              method=Method("parallel", 3), interval=0.2)
+    p = pair.snd.popen(argv)
+    time.sleep(2.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and "interrupted" in err, (p.returncode, err)
+    seen = Report.parse(out).intervals[-1]["bytes"]  # received when last reported, before the signal
+    journal = local / ".pull.bin.braid-journal"
+    held = sum(b - a for a, b in json.loads(journal.read_text())["ranges"])
+    size = f.stat().st_size
+    record(seen_before_sigint=seen, journaled=held, size=size)
+    assert seen <= held < size
+    rc, rep, err = _client(pair, *argv, "--resume")
+    assert rc == 0, err
+    srv.kill()
+    srv.wait()
+    assert rep.summary["bytes"] == size - held
+    assert b3(f) == b3(local / "pull.bin") and not journal.exists()
+    f.unlink()
+
+
 def test_wrong_token_and_full_disk_are_clear_errors_leaving_nothing(pair, tmp_path):
     f = tmp_path / "f.bin"
     f.write_bytes(os.urandom(1 << 20))

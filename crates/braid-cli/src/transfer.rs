@@ -152,6 +152,24 @@ pub struct ServeArgs {
     pin_dir: PathBuf,
 }
 
+extern "C" fn on_signal(_: libc::c_int) {
+    if braid::engine::interrupted() {
+        // A second Ctrl-C: the user does not want to wait for the journal.
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(braid::error::exit::INTERRUPTED as libc::c_int) };
+    }
+    braid::engine::interrupt();
+}
+
+/// SIGINT and SIGTERM stop the session cleanly: the receiving end journals what it holds
+/// (so --resume moves only the rest), the sending end tells its peer.
+fn stop_on_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only touches an atomic, or calls _exit.
+        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+    }
+}
+
 /// Sizes in bytes: k, M, G are powers of 1024 ("1M" = 1048576).
 fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -348,6 +366,7 @@ fn print_summary(s: &Summary, json: bool) {
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
+    stop_on_signals();
     let remote = target::parse(&a.host, false).map_err(Error::Usage)?;
     let mut p = params(&a.s, Kind::Bench)?;
     if !(a.time.is_finite() && a.time > 0.0 && a.time <= 86_400.0) {
@@ -369,6 +388,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
 }
 
 pub fn send(a: SendArgs) -> Result<()> {
+    stop_on_signals();
     let (dest, sources) = a.paths.split_last().expect("clap requires two paths");
     let remote = target::parse(dest, true).map_err(Error::Usage)?;
     let mut p = params(&a.s, Kind::Send)?;
@@ -388,6 +408,7 @@ pub fn send(a: SendArgs) -> Result<()> {
 }
 
 pub fn get(a: GetArgs) -> Result<()> {
+    stop_on_signals();
     let (local, remotes) = a.paths.split_last().expect("clap requires two paths");
     let mut first: Option<target::Remote> = None;
     let mut paths = Vec::new();
@@ -422,6 +443,7 @@ pub fn get(a: GetArgs) -> Result<()> {
 }
 
 pub fn serve(a: ServeArgs) -> Result<()> {
+    stop_on_signals();
     let token = match token(&a.token_file)? {
         Some(t) => t,
         None => {

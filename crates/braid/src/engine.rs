@@ -268,6 +268,18 @@ pub fn shut_all(tel: &crate::telemetry::Telemetry) {
 /// The sending end's control loop: a file is announced as verified-ready
 /// (`Verify`) once all its blocks are acknowledged and its hash is known;
 /// the session ends with `Close` once the receiver has confirmed every file.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Asks every session of this process to stop: a sender tells its peer, a receiver
+/// journals what it holds; both end with `Error::Interrupted`. Safe in a signal handler.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 pub fn drive_sender(
     ctrl: Conn,
     sources: &[Source],
@@ -299,6 +311,9 @@ pub fn drive_sender(
         Err(e)
     };
     while verified < n {
+        if interrupted() {
+            return fail(&mut w, Error::Interrupted);
+        }
         let ev = match events.recv_timeout(Duration::from_millis(200)) {
             Ok(ev) => ev,
             Err(RecvTimeoutError::Timeout) => {
@@ -400,6 +415,15 @@ pub fn drive_receiver(
             let mut last = Instant::now();
             while !stop.load(Ordering::SeqCst) {
                 thread::sleep(Duration::from_millis(50));
+                if interrupted() {
+                    // The session ends here: the peer is told (it stops sending and closes
+                    // the control connection, which ends the loop below), the journals are
+                    // written on the way out.
+                    abort.fail(Error::Interrupted);
+                    w.lock().unwrap().send_error(&Error::Interrupted);
+                    shut_all(&shared.tel);
+                    return;
+                }
                 if last.elapsed() >= Duration::from_secs(1) {
                     last = Instant::now();
                     if let Err(e) = shared.sync_journals() {

@@ -33,6 +33,9 @@ pub enum Error {
     /// A checksum or whole-file hash did not match.
     #[error("verification failed: {0}")]
     Verify(String),
+    /// SIGINT or SIGTERM: the session stopped, with what arrived journaled for --resume.
+    #[error("interrupted; what arrived is kept for --resume")]
+    Interrupted,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -46,6 +49,8 @@ pub mod exit {
     pub const PROTOCOL: u8 = 6;
     pub const REMOTE: u8 = 7;
     pub const VERIFY: u8 = 8;
+    /// 128 + SIGINT, as shells report a Ctrl-C.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// Codes carried in `Error` frames.
@@ -91,6 +96,7 @@ impl Error {
             Error::Remote { code, .. } if *code == code::VERIFY => exit::VERIFY,
             Error::Remote { .. } => exit::REMOTE,
             Error::Verify(_) => exit::VERIFY,
+            Error::Interrupted => exit::INTERRUPTED,
         }
     }
 

@@ -82,6 +82,11 @@ impl Server {
         let started = std::time::Instant::now();
         let mut connected = false;
         loop {
+            if crate::engine::interrupted() {
+                // Sessions see the flag within 50 ms and journal what they received.
+                thread::sleep(Duration::from_millis(500));
+                return Err(Error::Interrupted);
+            }
             if cfg.once {
                 if let Ok(r) = done_rx.try_recv() {
                     return r;

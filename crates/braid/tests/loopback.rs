@@ -20,8 +20,12 @@ use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME};
 const TOKEN: &str = "loopback-test-token";
 
 fn serve(root: &Path) -> String {
+    serve_on(root, "127.0.0.1:0")
+}
+
+fn serve_on(root: &Path, listen: &str) -> String {
     let srv = Server::bind(server::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
+        listen: listen.parse().unwrap(),
         root: root.to_owned(),
         token: Token::new(TOKEN).unwrap(),
         sock: SocketOptions::default(),
@@ -206,6 +210,26 @@ fn resume_skips_published_files_and_moves_nothing_twice() {
     let again = client::send(&config(&addr, p, TOKEN), &[src.clone()], "").unwrap();
     assert_eq!(again.bytes, 0, "a verified file is not sent again");
     assert_eq!(b3(&src), b3(&root.join("f.bin")));
+}
+
+#[test]
+fn a_file_crosses_ipv6_with_the_address_written_as_the_command_line_does() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, src) = (d.path().join("root"), d.path().join("six.bin"));
+    fs::create_dir_all(&root).unwrap();
+    fs::write(&src, noise(1_500_001, 6)).unwrap();
+    let addr = serve_on(&root, "[::1]:0");
+    let port = addr.rsplit_once(':').unwrap().1;
+    let target = braid::target::parse(&format!("[::1]:{port}:in"), true).unwrap();
+    assert_eq!(target.addr, format!("[::1]:{port}"));
+    let s = client::send(
+        &config(&target.addr, params(Kind::Send, 3), TOKEN),
+        &[src.clone()],
+        target.path.as_deref().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(s.bytes, 1_500_001);
+    assert_eq!(b3(&src), b3(&root.join("in/six.bin")));
 }
 
 #[test]
