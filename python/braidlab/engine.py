@@ -87,9 +87,10 @@ def bench_argv(server: str, seconds: float, token: Path, method: Method, *, reve
 
 @dataclass
 class Report:
-    """What `--json` printed: interval records and the final summary."""
+    """What `--json` printed: interval records, events (a stream lost, dialled again) and the summary."""
 
     intervals: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
     summary: dict | None = None
 
     @classmethod
@@ -103,6 +104,8 @@ class Report:
                 raise ValueError(f"braid JSON version {rec.get('version')}, this braidlab reads 1")
             if rec["type"] == "interval":
                 r.intervals.append(rec)
+            elif rec["type"] == "event":
+                r.events.append(rec)
             elif rec["type"] == "summary":
                 r.summary = rec
         return r

@@ -181,6 +181,10 @@ def test_a_killed_stream_is_replaced_and_the_file_is_identical(pair, record):
     assert p.returncode == 0, err
     rep = Report.parse(out)
     assert sorted(s["connections"] for s in rep.summary["streams"]) == [1, 1, 2]
+    # --json tells of it as it happens: the stream lost, then dialled again.
+    (redialled,) = [i for i, s in enumerate(rep.summary["streams"]) if s["connections"] == 2]
+    assert [(e["event"], e["stream"]) for e in rep.events] == [("stream_lost", redialled),
+                                                              ("stream_redialled", redialled)], rep.events
     assert b3(f) == b3(pair.root / "kill" / "kill.bin")
     record(requeued_blocks=rep.summary["requeued_blocks"], bytes=rep.summary["bytes"], size=f.stat().st_size)
     f.unlink()

@@ -12,7 +12,7 @@ use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLA
 
 use crate::bench;
 use crate::conn::Conn;
-use crate::engine::{self, Life, StreamEnd};
+use crate::engine::{self, Life, Notes, StreamEnd};
 use crate::error::{Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
@@ -36,6 +36,15 @@ pub struct Config {
     pub interval: Duration,
     /// Bits per second for the whole session.
     pub limit_bps: Option<u64>,
+}
+
+/// JSON output tells of lost streams as event lines; the live display on stderr.
+fn notes(output: Output) -> Notes {
+    match output {
+        Output::Json => Notes::Json,
+        Output::Human => Notes::Stderr,
+        Output::Quiet => Notes::Off,
+    }
 }
 
 pub fn mode_name(p: &SessionParams) -> String {
@@ -113,7 +122,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
     let life = Life::default();
-    let streams = life.streams(n, cfg.output == Output::Json);
+    let streams = life.streams(n, notes(cfg.output));
     let duration = Duration::from_millis(cfg.params.duration_ms as u64);
     let deadline = Instant::now() + duration;
     let pacer = cfg.limit_bps.map(Pacer::new);
@@ -200,21 +209,13 @@ fn run_sender(
     )?;
     let sampler = tel.spawn_sampler(cfg.interval);
     let life = Life::default();
-    let streams = life.streams(n, cfg.output == Output::Json);
+    let streams = life.streams(n, notes(cfg.output));
     let Opened { ctrl, key, addr } = o;
     let dial = dialer(cfg, addr, key, session, sending);
     let work = engine::send_work(&shared);
     let r = thread::scope(|s| {
         streams.dial(s, &dial, &work);
-        let r = engine::drive_sender(
-            ctrl,
-            files,
-            tx,
-            rx,
-            &shared,
-            &life,
-            cfg.output == Output::Json,
-        );
+        let r = engine::drive_sender(ctrl, files, tx, rx, &shared, &life, notes(cfg.output));
         if r.is_err() {
             shared.abort();
         }
@@ -269,7 +270,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     engine::send_held(&mut o.ctrl, &shared)?;
     let sampler = tel.spawn_sampler(cfg.interval);
     let life = Life::default();
-    let streams = life.streams(n, cfg.output == Output::Json);
+    let streams = life.streams(n, notes(cfg.output));
     let dial = dialer(cfg, o.addr, o.key, session, None);
     let Conn { r, w } = o.ctrl;
     let w = Mutex::new(w);

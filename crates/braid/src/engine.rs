@@ -111,14 +111,38 @@ impl Life {
         r
     }
 
-    pub fn streams(&self, n: usize, quiet: bool) -> Streams<'_> {
+    pub fn streams(&self, n: usize, notes: Notes) -> Streams<'_> {
         Streams {
             n,
             abort: &self.abort,
             done: &self.done,
             finished: &self.finished,
             reconnects: &self.reconnects,
-            quiet,
+            notes,
+        }
+    }
+}
+
+/// Where a session tells of a stream lost and dialled again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notes {
+    /// A line on stderr.
+    Stderr,
+    /// A JSON line on stdout among the interval records (see telemetry's format).
+    Json,
+    Off,
+}
+
+impl Notes {
+    pub fn say(self, event: &str, stream: usize, why: &str, human: &str) {
+        match self {
+            Notes::Stderr => eprintln!("braid: {human}"),
+            Notes::Json => println!(
+                "{}",
+                serde_json::json!({"type": "event", "version": crate::telemetry::VERSION,
+                                   "event": event, "stream": stream, "reason": why})
+            ),
+            Notes::Off => {}
         }
     }
 }
@@ -131,16 +155,10 @@ pub struct Streams<'a> {
     pub done: &'a AtomicBool,
     pub finished: &'a Finished,
     pub reconnects: &'a AtomicUsize,
-    pub quiet: bool,
+    pub notes: Notes,
 }
 
 impl Streams<'_> {
-    fn note(&self, s: String) {
-        if !self.quiet {
-            eprintln!("braid: {s}");
-        }
-    }
-
     /// Client side: dials every stream, and dials a lost one again.
     pub fn dial<'s, 'e: 's>(
         &'e self,
@@ -175,7 +193,12 @@ impl Streams<'_> {
                                 )));
                                 break;
                             }
-                            self.note(format!("stream {i} lost ({why}); reconnecting"));
+                            self.notes.say(
+                                "stream_redialled",
+                                i,
+                                &why,
+                                &format!("stream {i} lost ({why}); reconnecting"),
+                            );
                             self.reconnects.fetch_add(1, Ordering::Relaxed);
                             thread::sleep(Duration::from_millis(100 * failures as u64));
                         }
@@ -219,9 +242,14 @@ impl Streams<'_> {
                     StreamEnd::Fatal(e) => self.abort.fail(e),
                     StreamEnd::Lost(why) => {
                         if !self.done.load(Ordering::SeqCst) {
-                            self.note(format!(
-                                "stream {i} lost ({why}); waiting for the peer to reconnect"
-                            ));
+                            self.notes.say(
+                                "stream_lost",
+                                i,
+                                &why,
+                                &format!(
+                                    "stream {i} lost ({why}); waiting for the peer to reconnect"
+                                ),
+                            );
                         }
                     }
                 });
@@ -287,7 +315,7 @@ pub fn drive_sender(
     events: Receiver<Event>,
     shared: &SendShared,
     life: &Life,
-    quiet: bool,
+    notes: Notes,
 ) -> Result<u64> {
     let (abort, done) = (&life.abort, &life.done);
     let Conn { mut r, mut w } = ctrl;
@@ -342,9 +370,12 @@ pub fn drive_sender(
                 )
             }
             Event::StreamLost(i, why) => {
-                if !quiet {
-                    eprintln!("braid: stream {i} lost ({why}); its blocks go to the others");
-                }
+                notes.say(
+                    "stream_lost",
+                    i,
+                    &why,
+                    &format!("stream {i} lost ({why}); its blocks go to the others"),
+                );
                 continue;
             }
             Event::Control(Ok(Message::Verify { file, hash })) => {

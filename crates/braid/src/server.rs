@@ -15,7 +15,7 @@ use braid_wire::{auth, Kind, Message, SessionParams, FLAG_RESUME, FLAG_REVERSE};
 use crate::bench;
 use crate::client::mode_name;
 use crate::conn::Conn;
-use crate::engine::{self, Life, StreamEnd};
+use crate::engine::{self, Life, Notes, StreamEnd};
 use crate::error::{Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
@@ -247,7 +247,14 @@ fn run_session(
     let n = p.streams as usize;
     let tel = Telemetry::new(n, Output::Quiet);
     let life = Life::default();
-    let streams = life.streams(n, cfg.output != Output::Human);
+    let streams = life.streams(
+        n,
+        if cfg.output == Output::Human {
+            Notes::Stderr
+        } else {
+            Notes::Off
+        },
+    );
     let controls = plan::stream_controls(p, session);
     let sending =
         matches!(p.kind, Kind::Get) || (p.kind == Kind::Bench && p.flags & FLAG_REVERSE != 0);
@@ -358,7 +365,7 @@ fn run_session(
             };
             let r = thread::scope(|s| {
                 streams.accept(s, rx, &work);
-                let r = engine::drive_sender(conn, &sources, tx, ev, &shared, &life, true);
+                let r = engine::drive_sender(conn, &sources, tx, ev, &shared, &life, Notes::Off);
                 if r.is_err() {
                     shared.abort();
                 }

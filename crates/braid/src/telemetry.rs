@@ -5,6 +5,8 @@
 //! - `{"type":"interval","version":1,"t":s,"bytes":n,"mbps":x,"streams":[{"stream":i,"bytes":n,"mbps":x,
 //!   "cwnd":..,"ssthresh":..,"srtt_us":..,"rttvar_us":..,"retransmits":..,"lost":..,
 //!   "delivery_rate":..,"bytes_acked":..}]}` every interval;
+//! - `{"type":"event","version":1,"event":"stream_lost"|"stream_redialled","stream":i,"reason":"..."}`
+//!   when a stream dies (its blocks go to the others) and when it is dialled again;
 //! - `{"type":"summary","version":1,...}` once at the end (see [`Summary`]).
 
 use std::io::Write;

@@ -23,3 +23,17 @@ def test_report_reads_intervals_and_summary_and_refuses_other_versions():
     assert len(r.intervals) == 1 and r.summary["bytes"] == 10 and r.controls == ["reno"]
     with pytest.raises(ValueError, match="version 2"):
         Report.parse(json.dumps({"type": "summary", "version": 2}))
+
+
+def test_report_keeps_stream_events_apart():
+    from braidlab.engine import Report
+
+    text = "\n".join([
+        '{"type":"interval","version":1,"t":1.0,"bytes":10,"mbps":1.0,"streams":[]}',
+        '{"type":"event","version":1,"event":"stream_lost","stream":2,"reason":"reset"}',
+        '{"type":"event","version":1,"event":"stream_redialled","stream":2,"reason":"reset"}',
+        '{"type":"summary","version":1,"streams":[]}',
+    ])
+    r = Report.parse(text)
+    assert [e["event"] for e in r.events] == ["stream_lost", "stream_redialled"]
+    assert len(r.intervals) == 1 and r.summary is not None
