@@ -42,8 +42,8 @@ class RunError(RuntimeError):
     pass
 
 
-def _write_json(path: Path, data: dict) -> None:
-    results.write_atomic(path, json.dumps(data, indent=1) + "\n")
+def _write_json(path: Path, data: dict, indent: int | None = None) -> None:
+    results.write_atomic(path, json.dumps(data, indent=indent, separators=None if indent else (",", ":")) + "\n")
 
 
 def preflight(exp: Experiment, variant: Variant) -> None:
@@ -252,7 +252,7 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "host": os.uname().nodename, "kernel": os.uname().release,
                 "git": manifest.git_revision(braid.ROOT), "plan": [[c.scenario, c.method, c.rep] for c in plan]}
-        _write_json(meta_path, meta)
+        _write_json(meta_path, meta, indent=1)
     preflight(exp, variant)
     cells_dir = out / "cells"
     cells_dir.mkdir(exist_ok=True)
