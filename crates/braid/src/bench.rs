@@ -16,7 +16,8 @@ use crate::telemetry::Telemetry;
 
 const CHUNK: usize = 128 * 1024;
 
-/// Writes until `deadline`; returns the bytes written.
+/// Writes until `deadline` (or a Ctrl-C: the bench then ends early with its summary, as
+/// iperf3's does); returns the bytes written.
 pub fn send(
     stream: usize,
     conn: Conn,
@@ -28,7 +29,7 @@ pub fn send(
     let Conn { r: _r, mut w } = conn;
     let buf = vec![0u8; CHUNK];
     let mut n = 0;
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !crate::engine::interrupted() {
         if let Some(p) = pacer {
             p.wait(CHUNK);
         }
