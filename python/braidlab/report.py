@@ -187,6 +187,11 @@ def _merged(run_dirs: list[Path]) -> tuple[list[dict], list[dict]]:
 
 
 def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
+    return _experiment(run_dirs, fig_dir)[0]
+
+
+def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list, str]:
+    """(blocks, the claims' verdicts, the experiment's name)."""
     metas, cells = _merged(run_dirs)
     exp = parse(tomllib.loads(metas[-1]["experiment_file"]))
     rows = results.table(cells, exp.baseline)
@@ -271,7 +276,7 @@ def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
                 line += " Why: " + " ".join(v.note.split())
             items.append(line)
         b.append(Block("list", items))
-    return b
+    return b, verdicts, exp.name
 
 
 def render_md(blocks: list[Block], base: Path | None) -> str:
@@ -347,8 +352,15 @@ def make(run_dirs: list[Path], out: Path) -> tuple[Path, Path]:
     blocks = [Block("h1", "braid: the papers' experiments, measured")]
     blocks.append(Block("p", "Each section is one experiment, redrawn from its results directories alone. "
                              "Numbers are medians over repetitions; the paper's in brackets."))
+    summary = [["experiment", "cells", "holds", "does not hold", "not measured"]]
+    body = []
     for dirs in groups.values():
-        blocks += experiment_blocks(dirs, out / "figures")
+        bl, verdicts, name = _experiment(dirs, out / "figures")
+        body += bl
+        count = {st: sum(v.status == st for v in verdicts) for st in ("holds", "does not hold", "not measured")}
+        cells = sum(len(results.load(d)[1]) for d in dirs)
+        summary.append([name, str(cells), *(str(count[k]) for k in ("holds", "does not hold", "not measured"))])
+    blocks += [Block("p", "The papers' claims, checked on these measurements:"), Block("table", summary), *body]
     md, page = out / "report.md", out / "report.html"
     md.write_text(render_md(blocks, out))
     page.write_text(render_html(blocks, "braid: the papers' experiments"))

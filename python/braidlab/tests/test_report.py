@@ -75,6 +75,7 @@ def test_report_from_results_alone(tmp_path):
     md, page = report.make([run], tmp_path / "out")
     text = md.read_text()
     assert "8 of 9 cells measured" in text
+    assert "| mini | 8 | 1 | 1 | 0 |" in text  # the verdicts, counted at the top
     # Our median beside the paper's, appropriation against the single-stream baseline (75.5).
     assert "| single | 2 | 8.00 [15.7] | 0.0 % | 75.5 |" in text
     assert "**holds**: parallel-4 appropriates more than single" in text
