@@ -272,7 +272,7 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
         items = []
         for v in verdicts:
             line = f"**{v.status}**: {v.text}. Measured: {v.detail}."
-            if not v.holds and v.note:
+            if v.status == "does not hold" and v.note:
                 line += " Why: " + " ".join(v.note.split())
             items.append(line)
         b.append(Block("list", items))
