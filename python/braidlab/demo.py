@@ -17,6 +17,7 @@ from .experiment import ExperimentError, load
 
 
 def main(args) -> int:
+    runner.stop_on_signals()
     try:
         exp = load("hacker2004")
         out = Path(args.out) if args.out else runner.default_out(exp, "quick")
@@ -24,6 +25,9 @@ def main(args) -> int:
     except (ExperimentError, runner.RunError) as e:
         print(f"braidlab demo: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("braidlab demo: interrupted", file=sys.stderr)
+        return 130
     md, page = report.make([out], out / "report")
     print()
     print(report.terminal(out))

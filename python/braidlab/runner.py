@@ -23,6 +23,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -306,10 +307,24 @@ def default_out(exp: Experiment, which: str) -> Path:
     return braid.ROOT / "runs" / f"{exp.name}-{which}-{stamp}"
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGINT unwind like a Ctrl-C: the cell's testbed is torn down, the controls
+    this run installed are removed, and the finished cells stay for a continuation. (A shell
+    starts background jobs with SIGINT ignored; a long run is often one.)"""
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
 def main(args) -> int:
     from .experiment import ExperimentError, load
 
+    stop_on_signals()
     which = "full" if args.full else "quick"
+    out = None
     try:
         exp = load(args.experiment)
         out = Path(args.out) if args.out else default_out(exp, which)
@@ -317,5 +332,9 @@ def main(args) -> int:
     except (ExperimentError, RunError) as e:
         print(f"braidlab run: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        again = f"; continue it with: braidlab run {args.experiment} --{which} --out {out}" if out else ""
+        print(f"braidlab run: interrupted{again}", file=sys.stderr)
+        return 130
     print(f"results: {out}  (tables: {out / 'flows.csv'}; report: braidlab report {out})")
     return 0

@@ -140,3 +140,40 @@ def test_every_experiment_passes_preflight(experiment, controls):
     x = load(experiment)
     for v in ("quick", "full"):
         runner.preflight(x, x.variant(v))
+
+
+def test_a_terminated_run_tears_down_and_continues(controls, tmp_path):
+    """SIGTERM mid-cell (as a job scheduler sends): the testbed goes, the controls the run found
+    stay, finished cells are kept, and the same command finishes the rest."""
+    import signal
+    import time
+
+    exp = tmp_path / "small.toml"
+    exp.write_text('name = "small"\n[path]\nrate = "20mbit"\nrtt = "20ms"\n[[scenario]]\nname = "idle"\n'
+                   '[[method]]\nname = "tcpp-{streams}"\nmode = "tcpp"\nstreams = [2, 3]\n'
+                   '[quick]\nseconds = 4\nwarmup = 0\npause = 0\n[full]\nseconds = 4\n')
+    out = tmp_path / "small"
+    argv = [sys.executable, "-m", "braidlab", "run", str(exp), "--quick", "--out", str(out)]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    raw = out / "raw"
+    deadline = time.monotonic() + 60
+    while not (raw.exists() and any(d.is_dir() for d in raw.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and "continue it with" in err, err
+    assert not _ours(p.pid), "the testbed was left behind"
+    from braidlab import braid
+
+    assert braid.cc_status()["installed"], "the controls the run found installed were removed"
+    assert not list((out / "cells").glob("*.json")), "the interrupted cell was kept as if measured"
+    _run(["run", str(exp), "--quick", "--out", str(out)], timeout=120)
+    meta, cells = results.load(out)
+    assert len(cells) == len(meta["plan"]) == 2
+
+
+def _ours(pid: int) -> list[str]:
+    from braidlab.proc import run
+
+    return [n.split()[0] for n in run(["ip", "netns", "list"]).splitlines() if n.startswith(f"braid-{pid}-")]
