@@ -277,3 +277,12 @@ def test_wrong_token_and_full_disk_are_clear_errors_leaving_nothing(pair, tmp_pa
             srv.wait()
     finally:
         run(["umount", str(small)])
+
+
+def test_the_token_can_come_on_stdin(pair):
+    argv = engine.client_argv("bench", pair.target, "-t", "0.5", token=pair.token)
+    argv[argv.index("--token-file") + 1] = "-"
+    p = subprocess.run(pair.snd.argv(*argv), input=pair.token.read_text() + "\n", capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert Report.parse(p.stdout).summary["bytes"] > 0

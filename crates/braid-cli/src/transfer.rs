@@ -244,9 +244,12 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
     })
 }
 
-fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Config> {
+/// The session's configuration, and whether the user gave a token (read once: it may be stdin).
+fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Config, bool)> {
+    let given = token(&s.token_file)?;
+    let had_token = given.is_some();
     // Without a token of our own only a far end we start ourselves can be reached.
-    let token = match token(&s.token_file)? {
+    let token = match given {
         Some(t) => t,
         None if s.ssh != SshWhen::Never => Token::generate()?,
         None => {
@@ -262,16 +265,19 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Conf
     if let Some(w) = window.and_then(braid::session::window_warning) {
         eprintln!("braid: warning: {w}");
     }
-    Ok(Config {
-        target,
-        token,
-        params,
-        sock: SocketOptions { window },
-        pin_dir: s.pin_dir.clone(),
-        output: if s.json { Output::Json } else { Output::Human },
-        interval: Duration::from_secs_f64(s.interval),
-        limit_bps: s.limit,
-    })
+    Ok((
+        Config {
+            target,
+            token,
+            params,
+            sock: SocketOptions { window },
+            pin_dir: s.pin_dir.clone(),
+            output: if s.json { Output::Json } else { Output::Human },
+            interval: Duration::from_secs_f64(s.interval),
+            limit_bps: s.limit,
+        },
+        had_token,
+    ))
 }
 
 /// Runs `session` against the server at `cfg.target`. When nothing listens there (or with
@@ -279,13 +285,12 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<Conf
 /// fresh token, and runs `session` against that; the flag tells `session` which it talks to.
 fn with_far_end<T>(
     s: &SessionArgs,
-    mut cfg: Config,
+    (mut cfg, had_token): (Config, bool),
     login: &str,
     root: Option<&str>,
     session: impl Fn(&Config, bool) -> Result<T>,
 ) -> Result<T> {
     if s.ssh != SshWhen::Always {
-        let had_token = token(&s.token_file)?.is_some();
         match session(&cfg, false) {
             Err(e) if e.is_refused() && s.ssh == SshWhen::Auto => eprintln!(
                 "braid: nothing listens at {}; starting braid serve on {login} over ssh",
