@@ -88,6 +88,9 @@ def main() -> int:
                 block = os.urandom(1 << 24)
                 for k in range(FILE_BYTES // len(block)):
                     f.write(block[k:] + block[:k])
+                # Clean pages: otherwise the disk writeback of a just-written file runs during the send.
+                f.flush()
+                os.fsync(f.fileno())
             subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True)  # into the page cache
             before = _server_cpu(log)
             argv = engine.client_argv("send", str(src), f"{pair.RCV_ADDR}:{engine.PORT}:f", token=pair.token,

@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--repeat", type=int, help="repetitions of every cell (default: the variant's)")
     r.add_argument("--out", help="results directory (default runs/EXPERIMENT-VARIANT-TIME)")
     r.add_argument("--seed", type=int, help="seed of the cells' random order")
+    r.add_argument("--methods", metavar="PATTERNS",
+                   help="only these of the variant's methods: names or shell patterns, comma-separated "
+                        "(parallel-1,parallel-1?); kept in run.json for a continuation")
+    r.add_argument("--scenarios", metavar="PATTERNS", help="only these of the variant's scenarios, as --methods")
     rep = sub.add_parser("report", help="markdown and HTML report of run directories",
                          description="Writes report.md and a self-contained report.html (figures inlined) from "
                                      "the results directories of `braidlab run`.")

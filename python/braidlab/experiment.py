@@ -176,6 +176,17 @@ class Experiment:
         v = self.variants[which]
         return replace(v, repeat=repeat) if repeat is not None else v
 
+    def narrow(self, variant: Variant, methods: list[str] | None = None,
+               scenarios: list[str] | None = None) -> Variant:
+        """The variant restricted to the given names or patterns (of its own methods and scenarios):
+        a first pass over a long sweep."""
+        return replace(
+            variant,
+            methods=_select(methods, list(variant.methods), "method", f"{self.name} --methods")
+            if methods else variant.methods,
+            scenarios=_select(scenarios, list(variant.scenarios), "scenario", f"{self.name} --scenarios")
+            if scenarios else variant.scenarios)
+
     def cells(self, variant: Variant) -> list[Cell]:
         return [Cell(s, m, r) for s in variant.scenarios for m in variant.methods for r in range(variant.repeat)]
 

@@ -227,8 +227,8 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
 
 
 def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, seed: int | None = None,
-        progress=print) -> Path:
-    variant = exp.variant(which, repeat)
+        methods: list[str] | None = None, scenarios: list[str] | None = None, progress=print) -> Path:
+    variant = exp.narrow(exp.variant(which, repeat), methods, scenarios)
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "run.json"
     if meta_path.exists():
@@ -237,6 +237,9 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
             raise RunError(f"{out}: run format {meta.get('version')}, this braidlab writes {RUN_VERSION}")
         if (meta["experiment"], meta["variant"]) != (exp.name, which):
             raise RunError(f"{out} holds a run of {meta['experiment']} --{meta['variant']}, not {exp.name} --{which}")
+        if methods or scenarios:
+            raise RunError(f"{out} keeps the plan it was started with; continue it without --methods and "
+                           f"--scenarios, or start a new --out")
         if repeat is not None and repeat != meta["repeat"]:
             raise RunError(f"{out} was planned with --repeat {meta['repeat']}; continue it without --repeat "
                            f"or start a new --out")
@@ -319,6 +322,10 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
 
 
+def _patterns(arg: str | None) -> list[str] | None:
+    return [p.strip() for p in arg.split(",") if p.strip()] if arg else None
+
+
 def main(args) -> int:
     from .experiment import ExperimentError, load
 
@@ -328,7 +335,8 @@ def main(args) -> int:
     try:
         exp = load(args.experiment)
         out = Path(args.out) if args.out else default_out(exp, which)
-        run(exp, which, out, repeat=args.repeat, seed=args.seed)
+        run(exp, which, out, repeat=args.repeat, seed=args.seed, methods=_patterns(args.methods),
+            scenarios=_patterns(args.scenarios))
     except (ExperimentError, RunError) as e:
         print(f"braidlab run: {e}", file=sys.stderr)
         return 2

@@ -250,6 +250,38 @@ def test_ctrl_c_during_get_journals_everything_received(pair, tmp_path, record):
     f.unlink()
 
 
+@pytest.mark.parametrize("stalled", [False, True], ids=["live-peer", "stopped-peer"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["sending", "receiving"])
+def test_ctrl_c_ends_a_bench_at_once(pair, tmp_path, reverse, stalled, record):
+    port = 5423
+    srv = engine.serve(pair.rcv, pair.root, pair.token, port=port, log=tmp_path / "serve.jsonl")
+    assert wait_until(lambda: str(port) in pair.rcv.run("ss", "-tlnH"), timeout=10)
+    p = pair.snd.popen(engine.bench_argv(f"{pair.RCV_ADDR}:{port}", 60, pair.token, Method("parallel", 2),
+                                         reverse=reverse, interval=0.5))
+    try:
+        time.sleep(2)
+        if stalled:
+            srv.send_signal(signal.SIGSTOP)  # its sockets fill up and block ours
+            time.sleep(1.5)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        srv.send_signal(signal.SIGCONT)
+        srv.kill()
+        srv.wait()
+    record(reverse=reverse, stalled=stalled, seconds_to_exit=round(took, 2), rc=p.returncode)
+    assert took < 8, f"one Ctrl-C took {took:.1f} s to end the bench"
+    if stalled:
+        # The peer never answers with its count: no summary to give, just the interruption.
+        assert p.returncode == 130 and "interrupted" in err, (p.returncode, err)
+    else:
+        assert p.returncode == 0, err
+        rep = Report.parse(out)
+        assert 0 < rep.summary["seconds"] < 10 and rep.summary["peer_bytes"] > 0
+
+
 def test_wrong_token_and_full_disk_are_clear_errors_leaving_nothing(pair, tmp_path):
     f = tmp_path / "f.bin"
     f.write_bytes(os.urandom(1 << 20))

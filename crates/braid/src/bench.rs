@@ -1,6 +1,7 @@
 //! Memory to memory, like iperf3: after attaching, a sending stream writes a
 //! buffer over and over until the deadline, a receiving stream counts.
 
+use std::io::ErrorKind;
 use std::net::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,15 +10,25 @@ use braid_wire::Message;
 
 use crate::conn::Conn;
 use crate::engine::Life;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pacer::Pacer;
 use crate::session::unexpected;
 use crate::telemetry::Telemetry;
 
 const CHUNK: usize = 128 * 1024;
+/// How long a blocked socket call waits before looking for a Ctrl-C again.
+const POLL: Duration = Duration::from_millis(200);
+
+fn stalled(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
+}
 
 /// Writes until `deadline` (or a Ctrl-C: the bench then ends early with its summary, as
-/// iperf3's does); returns the bytes written.
+/// iperf3's does); returns the bytes written. A write that cannot go on (a
+/// stalled peer) gives up every `POLL` to look at the clock and for a Ctrl-C.
 pub fn send(
     stream: usize,
     conn: Conn,
@@ -26,35 +37,57 @@ pub fn send(
     pacer: Option<&Pacer>,
 ) -> u64 {
     tel.set_socket(stream, conn.stream());
+    let _ = conn.stream().set_write_timeout(Some(POLL));
     let Conn { r: _r, mut w } = conn;
     let buf = vec![0u8; CHUNK];
     let mut n = 0;
-    while Instant::now() < deadline && !crate::engine::interrupted() {
+    'run: while Instant::now() < deadline {
         if let Some(p) = pacer {
             p.wait(CHUNK);
         }
-        if w.send_raw(&buf).is_err() {
-            break;
+        let mut at = 0;
+        while at < CHUNK {
+            if crate::engine::interrupted() {
+                break 'run;
+            }
+            match w.send_some(&buf[at..]) {
+                Ok(0) => break 'run,
+                Ok(k) => {
+                    at += k;
+                    n += k as u64;
+                    tel.add(stream, k as u64);
+                }
+                Err(e) if stalled(&e) => {}
+                Err(_) => break 'run,
+            }
         }
-        n += CHUNK as u64;
-        tel.add(stream, CHUNK as u64);
     }
     let _ = w.stream().shutdown(Shutdown::Write);
     n
 }
 
-/// Counts until the sender closes; returns the bytes read.
+/// Counts until the sender closes (or a Ctrl-C, which resets the connection
+/// so the sender stops too); returns the bytes read.
 pub fn receive(stream: usize, conn: Conn, tel: &Arc<Telemetry>) -> u64 {
     tel.set_socket(stream, conn.stream());
+    let _ = conn.stream().set_read_timeout(Some(POLL));
     let Conn { mut r, w: _w } = conn;
     let mut buf = vec![0u8; 256 * 1024];
     let mut n = 0;
-    while let Ok(k) = r.read_some(&mut buf) {
-        if k == 0 {
+    loop {
+        if crate::engine::interrupted() {
+            crate::conn::reset(r.stream());
             break;
         }
-        n += k as u64;
-        tel.add(stream, k as u64);
+        match r.read_some(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                n += k as u64;
+                tel.add(stream, k as u64);
+            }
+            Err(e) if stalled(&e) => {}
+            Err(_) => break,
+        }
     }
     n
 }
@@ -70,20 +103,42 @@ pub fn close_sending(
 ) -> Result<u64> {
     life.finished.wait(n, &life.abort, wait);
     ctrl.send(&Message::Close { bytes: tel.total() })?;
-    match ctrl.recv()? {
+    match answer(ctrl)? {
         Message::Close { bytes } => Ok(bytes),
         m => Err(unexpected("the receiver's count", &m)),
     }
 }
 
-/// The receiving end's close: the sender's count comes first, then the
-/// streams drain and this end answers with what it got.
-pub fn close_receiving(ctrl: &mut Conn, life: &Life, n: usize, tel: &Telemetry) -> Result<u64> {
-    let sent = match ctrl.recv()? {
+/// The peer's closing message; after a Ctrl-C, a peer that does not answer
+/// within a few seconds is not waited for.
+fn answer(ctrl: &mut Conn) -> Result<Message> {
+    if crate::engine::interrupted() {
+        let _ = ctrl.stream().set_read_timeout(Some(Duration::from_secs(3)));
+    }
+    ctrl.recv().map_err(|e| {
+        if crate::engine::interrupted() {
+            Error::Interrupted
+        } else {
+            e
+        }
+    })
+}
+
+/// The receiving end's close: its streams end when the sender closes them
+/// (or `wait` passes, or a Ctrl-C here closes them), then the sender's count
+/// is read and this end answers with what it got.
+pub fn close_receiving(
+    ctrl: &mut Conn,
+    life: &Life,
+    n: usize,
+    wait: Duration,
+    tel: &Telemetry,
+) -> Result<u64> {
+    life.finished.wait(n, &life.abort, wait);
+    let sent = match answer(ctrl)? {
         Message::Close { bytes } => bytes,
         m => return Err(unexpected("the end of the bench", &m)),
     };
-    life.finished.wait(n, &life.abort, Duration::from_secs(30));
     ctrl.send(&Message::Close { bytes: tel.total() })?;
     Ok(sent)
 }

@@ -140,7 +140,13 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
             if reverse { &recv_work } else { &send_work };
         streams.dial(s, &dial, work);
         let r = if reverse {
-            bench::close_receiving(&mut o.ctrl, &life, n, &tel)
+            bench::close_receiving(
+                &mut o.ctrl,
+                &life,
+                n,
+                duration + Duration::from_secs(30),
+                &tel,
+            )
         } else {
             bench::close_sending(
                 &mut o.ctrl,

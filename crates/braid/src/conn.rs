@@ -105,6 +105,11 @@ impl FrameWriter {
         self.writer.write_all(data)
     }
 
+    /// One write of raw bytes: how many went, which may be fewer than asked.
+    pub fn send_some(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.writer.write(data)
+    }
+
     /// Tells the peer why we stop; best effort, the connection may be gone.
     pub fn send_error(&mut self, e: &Error) {
         let (code, message) = e.to_wire();
@@ -273,5 +278,23 @@ mod tests {
         let e = c.recv().unwrap_err();
         assert!(matches!(e, Error::Protocol(_)), "{e}");
         t.join().unwrap();
+    }
+}
+
+/// Aborts a TCP connection with a reset, whoever else holds its descriptor:
+/// a shutdown only stops our reads, and a peer still sending into a closed
+/// window would block rather than notice. Linux dissolves a connected
+/// socket's association (RST included) on a connect to AF_UNSPEC.
+pub fn reset(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed sockaddr with only the family set, its true size, an fd we hold.
+    unsafe {
+        let mut sa: libc::sockaddr = std::mem::zeroed();
+        sa.sa_family = libc::AF_UNSPEC as libc::sa_family_t;
+        libc::connect(
+            stream.as_raw_fd(),
+            &sa,
+            std::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
+        );
     }
 }

@@ -313,7 +313,7 @@ pub fn drive_sender(
     sources: &[Source],
     events_tx: Sender<Event>,
     events: Receiver<Event>,
-    shared: &SendShared,
+    shared: &Arc<SendShared>,
     life: &Life,
     notes: Notes,
 ) -> Result<u64> {
@@ -327,7 +327,7 @@ pub fn drive_sender(
             return;
         }
     });
-    let _hasher = send::spawn_hasher(sources.to_vec(), events_tx);
+    let finisher = send::spawn_finisher(sources.to_vec(), Arc::clone(shared), events_tx);
     let n = sources.len();
     let mut acked = vec![false; n];
     let mut hashes: Vec<Option<[u8; 32]>> = vec![None; n];
@@ -357,6 +357,7 @@ pub fn drive_sender(
         let f = match ev {
             Event::Acked(f) => {
                 acked[f as usize] = true;
+                let _ = finisher.send(f);
                 f
             }
             Event::Hashed(f, h) => {

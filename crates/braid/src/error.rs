@@ -34,7 +34,7 @@ pub enum Error {
     #[error("verification failed: {0}")]
     Verify(String),
     /// SIGINT or SIGTERM: the session stopped, with what arrived journaled for --resume.
-    #[error("interrupted; what arrived is kept for --resume")]
+    #[error("interrupted; a transfer keeps what arrived for --resume")]
     Interrupted,
 }
 

@@ -4,7 +4,7 @@
 //! combined parallel TCP, Cho & Bettati's TCP-P, or plain parallel streams).
 //!
 //! Pure logic (what a mode means per stream, the striping scheduler, range
-//! sets, path checks, rate limiting) is apart from the I/O that drives it.
+//! sets, path checks, rate limiting, the block-wise BLAKE3 tree) is apart from the I/O that drives it.
 
 pub mod bench;
 pub mod bootstrap;
@@ -24,5 +24,6 @@ pub mod server;
 pub mod session;
 pub mod target;
 pub mod telemetry;
+pub mod treehash;
 
 pub use error::{Error, Result};

@@ -32,6 +32,12 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
             BLOCK_SIZES.end()
         ));
     }
+    if !crate::treehash::valid_block_size(p.block_size) {
+        return Err(format!(
+            "block size {} is not a power of two (each block is a subtree of the file's BLAKE3)",
+            p.block_size
+        ));
+    }
     if p.kind == Kind::Bench && p.duration_ms == 0 {
         return Err("a bench needs a duration above 0".into());
     }
@@ -156,6 +162,8 @@ mod tests {
         p.cc = "reno".into();
         p.block_size = 12;
         assert!(check(&p).unwrap_err().contains("block size"));
+        p.block_size = 3 << 20;
+        assert!(check(&p).unwrap_err().contains("power of two"));
         assert!(check(&params(Mode::Tcpp, 9)).is_ok());
     }
 }

@@ -2,7 +2,8 @@
 //! preallocated hidden temporary file beside the destination; a journal
 //! beside it records the ranges that are on disk, so `--resume` moves only
 //! what is missing; a file is published by rename once its BLAKE3 matches
-//! the sender's. Nothing is written outside the root, and the destination
+//! the sender's. That hash is assembled from the blocks as they arrive (see
+//! `treehash`), so nothing is read back but blocks held from before a resume. Nothing is written outside the root, and the destination
 //! name never holds a partial file.
 
 use std::fs::{self, File, OpenOptions};
@@ -22,6 +23,7 @@ use crate::manifest::mtime_ns;
 use crate::pathsafe;
 use crate::ranges::RangeSet;
 use crate::telemetry::Telemetry;
+use crate::treehash::{self, BlockTree};
 
 pub const PART_SUFFIX: &str = ".braid-part";
 pub const JOURNAL_SUFFIX: &str = ".braid-journal";
@@ -37,6 +39,8 @@ pub struct Incoming {
     /// Ranges on disk; `synced` is what the journal says.
     held: RangeSet,
     synced: RangeSet,
+    /// The BLAKE3 tree of what was written in this session.
+    tree: BlockTree,
     /// The destination already holds this exact file (resume): nothing to write.
     pub existing: bool,
     pub published: bool,
@@ -52,6 +56,7 @@ struct Journal {
 
 pub struct RecvShared {
     pub files: Vec<Mutex<Incoming>>,
+    sizes: Vec<u64>,
     block_size: u32,
     pub tel: Arc<Telemetry>,
     /// Set once the sender said Close or the session failed: a stream ending now is no loss.
@@ -91,7 +96,7 @@ fn make_parents(root: &Path, parts: &[&str]) -> Result<PathBuf> {
 impl Incoming {
     /// Prepares a file of the manifest: checks its path, makes its directory,
     /// and either picks up a journal (resume) or preallocates a fresh part file.
-    fn open(root: &Path, entry: &FileEntry, resume: bool) -> Result<Incoming> {
+    fn open(root: &Path, entry: &FileEntry, resume: bool, block_size: u32) -> Result<Incoming> {
         let parts = pathsafe::components(&entry.path).map_err(|e| Error::Remote {
             code: code::FORBIDDEN_PATH,
             message: format!("refusing {:?}: {e}", entry.path),
@@ -115,6 +120,7 @@ impl Incoming {
             file: None,
             held: RangeSet::new(),
             synced: RangeSet::new(),
+            tree: BlockTree::new(entry.size, block_size),
             existing: false,
             published: false,
         };
@@ -233,12 +239,11 @@ impl Incoming {
                 self.entry.size
             )));
         }
-        let target = if self.existing {
-            &self.dest
+        let ours = if self.existing {
+            hash_path(&self.dest)?
         } else {
-            &self.part
+            self.tree_root()?
         };
-        let ours = hash_path(target)?;
         if &ours != theirs {
             if !self.existing {
                 self.discard();
@@ -268,6 +273,21 @@ impl Incoming {
         }
         self.published = true;
         Ok(ours)
+    }
+
+    /// The part file's BLAKE3 from the blocks' values, reading back the
+    /// blocks that arrived before a resume or in pieces of another size.
+    fn tree_root(&mut self) -> Result<[u8; 32]> {
+        let file = self.file.as_ref().expect("an unpublished file is open");
+        let mut buf = Vec::new();
+        for (i, offset, len) in self.tree.missing() {
+            buf.resize(len, 0);
+            file.read_exact_at(&mut buf, offset)
+                .map_err(|e| Error::io(format!("hashing {}", self.part.display()), e))?;
+            self.tree
+                .set(i, treehash::hash_block(&buf, offset, self.entry.size));
+        }
+        Ok(self.tree.root().expect("every block has a value"))
     }
 
     /// Removes the temporary file and journal: what they hold is of no use.
@@ -310,7 +330,7 @@ impl RecvShared {
                     e.path
                 )));
             }
-            match Incoming::open(root, e, resume) {
+            match Incoming::open(root, e, resume, block_size) {
                 Ok(f) => files.push(f),
                 Err(err) => {
                     for f in &mut files {
@@ -328,6 +348,7 @@ impl RecvShared {
             .sum();
         tel.expected.store(expected, Ordering::Relaxed);
         Ok(Arc::new(RecvShared {
+            sizes: files.iter().map(|f| f.entry.size).collect(),
             files: files.into_iter().map(Mutex::new).collect(),
             block_size,
             tel,
@@ -375,10 +396,15 @@ impl RecvShared {
         }
     }
 
+    /// Writes a block in place and records its value in the file's tree
+    /// (hashed here, before the file's lock is taken).
     fn write(&self, file: u32, offset: u64, data: &[u8]) -> Result<()> {
         let f = self.files.get(file as usize).ok_or_else(|| {
             Error::Protocol(format!("a block of file {file}, which the manifest lacks"))
         })?;
+        let size = self.sizes[file as usize];
+        let value = treehash::block_index(size, self.block_size, offset, data.len() as u64)
+            .map(|i| (i, treehash::hash_block(data, offset, size)));
         let mut f = f.lock().unwrap();
         if offset
             .checked_add(data.len() as u64)
@@ -399,6 +425,9 @@ impl RecvShared {
             .write_all_at(data, offset)
             .map_err(|e| Error::io(format!("writing {}", f.part.display()), e))?;
         f.held.insert(offset, offset + data.len() as u64);
+        if let Some((i, v)) = value {
+            f.tree.set(i, v);
+        }
         Ok(())
     }
 }
@@ -573,6 +602,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s2.held(), vec![Vec::<(u64, u64)>::new()]);
+    }
+
+    #[test]
+    fn the_hash_covers_blocks_from_before_a_resume_and_pieces_of_any_size() {
+        let root = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + i / 300) as u8).collect();
+        let e = entry("f", &data);
+        let want = *blake3::hash(&data).as_bytes();
+        let open = |resume| {
+            RecvShared::new(
+                root.path(),
+                &[e.clone()],
+                resume,
+                4096,
+                Telemetry::new(1, Output::Quiet),
+            )
+            .unwrap()
+        };
+        let s = open(false);
+        s.write(0, 4096, &data[4096..8192]).unwrap();
+        s.sync_journals().unwrap();
+        drop(s);
+        // The rest arrives after the resume: whole blocks, and pieces cut
+        // by some other block size, which are hashed back from disk.
+        let s = open(true);
+        s.write(0, 0, &data[..4096]).unwrap();
+        s.write(0, 8192, &data[8192..9000]).unwrap();
+        s.write(0, 9000, &data[9000..]).unwrap();
+        assert_eq!(s.verify(0, &want).unwrap(), want);
+        assert_eq!(fs::read(root.path().join("f")).unwrap(), data);
     }
 
     #[test]

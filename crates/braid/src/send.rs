@@ -1,6 +1,8 @@
 //! The sending end of a file transfer: stream workers pull blocks from the
-//! shared scheduler, an acknowledgement reader per stream retires them, and
-//! a hashing thread computes each file's BLAKE3 for the end-to-end check.
+//! shared scheduler and hash each block they read into the file's BLAKE3
+//! tree, an acknowledgement reader per stream retires them, and a finishing
+//! thread completes each acknowledged file's hash (reading from disk only
+//! the blocks the receiver held already) for the end-to-end check.
 
 use std::fs::File;
 use std::net::Shutdown;
@@ -19,6 +21,7 @@ use crate::pacer::Pacer;
 use crate::ranges::RangeSet;
 use crate::sched::{BlockRef, Scheduler};
 use crate::telemetry::Telemetry;
+use crate::treehash::{self, BlockTree};
 
 /// What the sending session's control loop hears about.
 #[derive(Debug)]
@@ -46,6 +49,9 @@ pub struct SendShared {
     st: Mutex<State>,
     cv: Condvar,
     files: Vec<File>,
+    sizes: Vec<u64>,
+    /// Each file's BLAKE3 tree, filled by the workers as blocks go out.
+    trees: Vec<Mutex<BlockTree>>,
     block_size: u32,
     events: Sender<Event>,
     pub tel: Arc<Telemetry>,
@@ -97,6 +103,11 @@ impl SendShared {
             }),
             cv: Condvar::new(),
             files,
+            sizes: sources.iter().map(|s| s.entry.size).collect(),
+            trees: sources
+                .iter()
+                .map(|s| Mutex::new(BlockTree::new(s.entry.size, block_size)))
+                .collect(),
             block_size,
             events,
             tel,
@@ -221,6 +232,13 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
                     shared.abort();
                     break false;
                 }
+                let size = shared.sizes[b.file as usize];
+                if let Some(i) =
+                    treehash::block_index(size, shared.block_size, b.offset, b.len as u64)
+                {
+                    let value = treehash::hash_block(data, b.offset, size);
+                    shared.trees[b.file as usize].lock().unwrap().set(i, value);
+                }
                 if let Some(p) = &shared.pacer {
                     p.wait(data.len());
                 }
@@ -248,34 +266,59 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
     finished
 }
 
-/// Hashes every file in order on its own thread.
-pub fn spawn_hasher(sources: Vec<Source>, events: Sender<Event>) -> thread::JoinHandle<()> {
+/// Completes the hash of each file whose index arrives on the returned
+/// channel (once all its blocks are acknowledged), on its own thread: blocks
+/// that were never read for sending are read now, and a source whose size or
+/// mtime moved since the manifest fails, as its blocks may be of two versions.
+pub fn spawn_finisher(
+    sources: Vec<Source>,
+    shared: Arc<SendShared>,
+    events: Sender<Event>,
+) -> Sender<u32> {
+    let (tx, rx) = std::sync::mpsc::channel::<u32>();
     thread::spawn(move || {
-        for (i, s) in sources.iter().enumerate() {
-            match hash_file(&s.local, s.entry.size) {
-                Ok(h) => {
-                    if events.send(Event::Hashed(i as u32, h)).is_err() {
-                        return;
-                    }
-                }
-                Err(e) => {
-                    let _ = events.send(Event::SourceFailed(i as u32, e));
-                    return;
-                }
+        let mut buf = Vec::new();
+        for f in rx {
+            let event = match finish(&sources[f as usize], &shared, f, &mut buf) {
+                Ok(h) => Event::Hashed(f, h),
+                Err(why) => Event::SourceFailed(f, why),
+            };
+            if events.send(event).is_err() {
+                return;
             }
         }
-    })
+    });
+    tx
 }
 
-/// BLAKE3 of a file that must still be `size` bytes long.
-fn hash_file(path: &std::path::Path, size: u64) -> Result<[u8; 32], String> {
-    let (hash, n) = crate::manifest::blake3_file(path)
-        .map_err(|e| format!("hashing {}: {e}", path.display()))?;
-    if n != size {
+fn finish(
+    source: &Source,
+    shared: &SendShared,
+    f: u32,
+    buf: &mut Vec<u8>,
+) -> Result<[u8; 32], String> {
+    let path = source.local.display();
+    let missing = shared.trees[f as usize].lock().unwrap().missing();
+    for (i, offset, len) in missing {
+        buf.resize(len, 0);
+        shared.files[f as usize]
+            .read_exact_at(buf, offset)
+            .map_err(|e| format!("hashing {path} at {offset}: {e}"))?;
+        let value = treehash::hash_block(buf, offset, source.entry.size);
+        shared.trees[f as usize].lock().unwrap().set(i, value);
+    }
+    let meta = std::fs::metadata(&source.local).map_err(|e| format!("reading {path}: {e}"))?;
+    if meta.len() != source.entry.size || crate::manifest::mtime_ns(&meta) != source.entry.mtime_ns
+    {
         return Err(format!(
-            "{} changed size while being sent: {size} then {n} bytes",
-            path.display()
+            "{path} changed while being sent ({} bytes then {}); send it again",
+            source.entry.size,
+            meta.len()
         ));
     }
-    Ok(hash)
+    Ok(shared.trees[f as usize]
+        .lock()
+        .unwrap()
+        .root()
+        .expect("every block has a value"))
 }

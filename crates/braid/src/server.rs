@@ -307,7 +307,13 @@ fn run_session(
                         &tel,
                     )
                 } else {
-                    bench::close_receiving(&mut conn, &life, n, &tel)
+                    bench::close_receiving(
+                        &mut conn,
+                        &life,
+                        n,
+                        duration + Duration::from_secs(30),
+                        &tel,
+                    )
                 };
                 life.end(r, &tel)
             })?

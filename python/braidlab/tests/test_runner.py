@@ -79,3 +79,15 @@ def test_a_failing_cell_is_tried_twice_then_left_for_the_next_run(fake, tmp_path
     fake.broken = set()
     runner.run(exp, "quick", out, progress=said.append)
     assert fake.ran[2:] == ["a.reno-2.r0"]
+
+
+def test_a_first_pass_runs_only_the_chosen_methods_and_keeps_that_plan(fake, tmp_path):
+    exp = experiment.parse(__import__("tomllib").loads(MINIMAL))
+    out = tmp_path / "run"
+    runner.run(exp, "full", out, repeat=1, methods=["single", "*-4"], scenarios=["b"], progress=lambda s: None)
+    assert sorted(fake.ran) == ["b.cubic-4.r0", "b.reno-4.r0", "b.single.r0"]
+    assert json.loads((out / "run.json").read_text())["variant_settings"]["methods"] == ["single", "reno-4", "cubic-4"]
+    with pytest.raises(runner.RunError, match="keeps the plan it was started with"):
+        runner.run(exp, "full", out, methods=["reno-2"], progress=lambda s: None)
+    with pytest.raises(experiment.ExperimentError, match="no method matches 'reno-3'"):
+        runner.run(exp, "full", tmp_path / "other", methods=["reno-3"], progress=lambda s: None)
