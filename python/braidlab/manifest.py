@@ -7,6 +7,7 @@ The manifest is versioned; readers refuse a newer version than they know.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -53,6 +54,15 @@ def parse_ethtool_k(text: str) -> dict[str, str]:
 def link_seeds(spec: str) -> list[int]:
     """Seeds named in a braid-link spec."""
     return [int(s) for s in _SEED.findall(spec)]
+
+
+def file_digest(path: Path) -> str:
+    """The first 16 hex digits of a file's SHA-256: names a build when the tree is dirty."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
 
 
 def git_revision(root: Path) -> dict:

@@ -190,6 +190,25 @@ def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
     return _experiment(run_dirs, fig_dir)[0]
 
 
+def _builds(run_dir: Path) -> str:
+    """A sentence naming the builds that measured the cells, when a continued run used more than one."""
+    seen: dict[str, int] = {}
+    unknown = 0
+    for c in results.load(run_dir)[1]:
+        b = c.get("build")
+        if not b:
+            unknown += 1
+            continue
+        key = (b["git"].get("revision") or "?")[:12] + (" (with local changes)" if b["git"].get("dirty") else "")
+        seen[key] = seen.get(key, 0) + 1
+    if len(seen) + (unknown > 0) <= 1:
+        return ""
+    parts = [f"{n} cell(s) by {k}" for k, n in seen.items()]
+    if unknown:
+        parts.append(f"{unknown} by a build not recorded")
+    return " The cells were measured by more than one build: " + ", ".join(parts) + "."
+
+
 def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list, str]:
     """(blocks, the claims' verdicts, the experiment's name)."""
     metas, cells = _merged(run_dirs)
@@ -203,7 +222,7 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
                             f"per method ({vs.get('omit', 0):g} s before that left out) after {vs['warmup']:g} s "
                             f"of cross traffic; {meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
                             f"braid {(meta['git'].get('revision') or '?')[:12]}"
-                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}."))
+                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}.{_builds(d)}"))
     if exp.calibration:
         b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
     refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}

@@ -267,6 +267,8 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
     if needs_ours and not braid.cc_status()["installed"]:
         braid.cc("install")
         installed_here = True
+    # A run continued days later may use another build: each cell names the one that measured it.
+    build = {"git": manifest.git_revision(braid.ROOT), "binary": manifest.file_digest(Path(braid.binary()))}
     try:
         todo = [c for c in plan if not (cells_dir / f"{c.id}.json").exists()]
         per_cell = variant.warmup + variant.seconds + variant.pause + 4
@@ -288,6 +290,7 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
                     progress(f"    attempt {attempt} failed: {e}")
             if data is None:
                 continue
+            data["build"] = build
             _write_json(cells_dir / f"{cell.id}.json", data)
             progress("    " + results.one_line(data))
             results.write_tables(exp, out)

@@ -89,6 +89,21 @@ def test_report_from_results_alone(tmp_path):
     assert "src='figures" not in html and "<table>" in html
 
 
+def test_report_names_the_builds_of_a_continued_run(tmp_path):
+    run = make_run(tmp_path)
+    assert report._builds(run) == ""  # no cell records its build: nothing to tell apart
+    for i, p in enumerate(sorted((run / "cells").iterdir())):
+        c = json.loads(p.read_text())
+        c["build"] = {"git": {"revision": "1111aaaa2222bbbb" if i < 5 else "3333cccc4444dddd", "dirty": i == 7},
+                      "binary": "00"}
+        p.write_text(json.dumps(c))
+    said = report._builds(run)
+    assert "5 cell(s) by 1111aaaa2222" in said and "2 cell(s) by 3333cccc4444," in said
+    assert "1 cell(s) by 3333cccc4444 (with local changes)" in said
+    md, _ = report.make([run], tmp_path / "out")
+    assert "measured by more than one build" in md.read_text()
+
+
 def test_report_refuses_a_directory_without_a_run(tmp_path):
     import argparse
 

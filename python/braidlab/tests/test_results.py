@@ -103,6 +103,9 @@ ROWS = [
     ({"check": "bound", "metric": "x", "other": "y", "a": "*", "fraction": 0.6}, "does not hold"),
     ({"check": "knee_order", "metric": "x", "scenarios": ["s", "t"]}, "holds"),  # knees 2 and 1
     ({"check": "knee_order", "metric": "x", "scenarios": ["t", "s"]}, "does not hold"),
+    # a scenario left out of a first pass: the others are still ordered
+    ({"check": "knee_order", "metric": "x", "scenarios": ["s", "u", "t"]}, "holds"),
+    ({"check": "knee_order", "metric": "x", "scenarios": ["s", "u"]}, "not measured"),
 ])
 def test_claims(claim, status):
     v = claims.check({"id": "c", "text": "t", **claim}, ROWS)

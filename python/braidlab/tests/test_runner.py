@@ -29,6 +29,9 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(runner, "preflight", lambda exp, variant: None)
     monkeypatch.setattr(runner.braid, "cc_status", lambda: {"installed": True})
     monkeypatch.setattr(runner.engine, "token_file", lambda d: tmp_path / "token")
+    build = tmp_path / "braid-build"
+    build.write_bytes(b"a braid build")
+    monkeypatch.setattr(runner.braid, "binary", lambda: str(build))
     fake.stop_after = None
     fake.broken = set()
     fake.ran = ran
@@ -55,6 +58,10 @@ def test_an_interrupted_run_continues_where_it_stopped(fake, tmp_path):
     assert rows[0].startswith("experiment,scenario,method,rep,role,flow")
     assert len(rows) == 1 + 20 * 2  # one method stream and one competitor per cell
     assert (out / "cells.csv").read_text().count("\n") == 1 + 20
+    # Each cell names the build that measured it, whichever invocation that was.
+    import hashlib
+    digest = hashlib.sha256(b"a braid build").hexdigest()[:16]
+    assert all(json.loads(p.read_text())["build"]["binary"] == digest for p in (out / "cells").glob("*.json"))
 
 
 def test_a_run_directory_is_not_reused_for_something_else(fake, tmp_path):
