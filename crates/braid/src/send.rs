@@ -248,7 +248,8 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
                     len: b.len,
                     checksum: crc32c::crc32c(data),
                 };
-                if let Err(e) = w.send_with(&header, data) {
+                let file = &shared.files[b.file as usize];
+                if let Err(e) = w.send_file_block(&header, file, b.offset, data.len()) {
                     shared.lost(stream, gen, e.to_string());
                     break false;
                 }
