@@ -9,6 +9,9 @@ bytes_acked, ca_state).
 
 from __future__ import annotations
 
+import random
+import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 CA_OPEN = 0
@@ -37,3 +40,48 @@ def growth_per_ack(samples: Sequence[dict], mss: int | None = None) -> float | N
     if den == 0:
         return None
     return num / den
+
+
+def aimd_mean_window(p: float, increase, decrease, *, rtts: int = 200_000, seed: int = 1) -> float:
+    """Time-average window, in packets, of an AIMD control under Bernoulli
+    packet loss `p`, stepped once per RTT: the window's packets all see the
+    loss, at most one reduction per RTT (as SACK recovery does), otherwise
+    `increase(w)` packets are added; a loss takes `decrease(w)` of w away.
+
+    The closed forms (Mathis, RFC 3649's 0.12/p^0.835) assume one loss every
+    1/p packets. Under random loss a control whose increase grows with w in
+    integer steps (HighSpeed TCP's table) averages a larger window than its
+    closed form says; this gives the expectation to test a real one against.
+    """
+    if not 0 < p < 1:
+        raise ValueError(f"loss rate {p} is not between 0 and 1")
+    rng = random.Random(seed)
+    keep = 1 - p
+    w, total = 10.0, 0.0
+    settle = rtts // 10  # the start from w = 10 is not the steady state
+    for i in range(rtts + settle):
+        if i >= settle:
+            total += w
+        if rng.random() < 1 - keep ** w:
+            w = max(w * (1 - decrease(w)), 2.0)
+        else:
+            w += increase(w)
+    return total / rtts
+
+
+def hstcp_table(header: str) -> list[tuple[int, float]]:
+    """(up to cwnd, b) rows of bpf/math/hstcp_table.h; row i adds i + 1 packets per RTT."""
+    rows = [(int(c), int(b) / 256) for c, b in re.findall(r"\{\s*(\d+),\s*(\d+)\s*\}", header)]
+    if not rows or any(b <= 0 or b >= 1 for _, b in rows):
+        raise ValueError("no HighSpeed TCP table in that text")
+    return rows
+
+
+def hstcp_mean_window(p: float, rows: list[tuple[int, float]], **kw) -> float:
+    """aimd_mean_window for HighSpeed TCP as its table defines it (a(w) = row + 1, b(w))."""
+    bounds = [c for c, _ in rows]
+
+    def row(w: float) -> int:
+        return min(bisect_left(bounds, w), len(rows) - 1)
+
+    return aimd_mean_window(p, lambda w: row(w) + 1, lambda w: rows[row(w)][1], **kw)
