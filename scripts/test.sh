@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --release --workspace --locked
-.venv/bin/python -m pytest -q python/braidlab tests/system "$@"
+.venv/bin/python -m pytest -q --durations=15 python/braidlab tests/system "$@"
