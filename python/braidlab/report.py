@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import claims as claims_mod
 from . import metrics, results
-from .experiment import parse
+from .experiment import ExperimentError, load, parse
 
 # The metrics a scenario's table may show, in order, with their headings.
 METRICS = [
@@ -209,10 +209,30 @@ def _builds(run_dir: Path) -> str:
     return " The cells were measured by more than one build: " + ", ".join(parts) + "."
 
 
+def _recorded(meta: dict, root: Path | None = None):
+    """The experiment as the run recorded it, with each claim's note from its file today.
+
+    A note explains a verdict, so it is often written after the measurement; the checks
+    themselves stay as they were run. A claim whose check has changed since keeps its old note."""
+    exp = parse(tomllib.loads(meta["experiment_file"]))
+    try:
+        now = {c["id"]: c for c in load(exp.name, root).claims}
+    except ExperimentError:
+        return exp
+    def check(c: dict) -> dict:
+        return {k: v for k, v in c.items() if k != "note"}
+
+    for c in exp.claims:
+        cur = now.get(c["id"])
+        if cur is not None and check(c) == check(cur) and cur.get("note"):
+            c["note"] = cur["note"]
+    return exp
+
+
 def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list, str]:
     """(blocks, the claims' verdicts, the experiment's name)."""
     metas, cells = _merged(run_dirs)
-    exp = parse(tomllib.loads(metas[-1]["experiment_file"]))
+    exp = _recorded(metas[-1])
     rows = results.table(cells, exp.baseline)
     b: list[Block] = [Block("h2", exp.title)]
     for d, meta in zip(run_dirs, metas):
@@ -245,7 +265,7 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
         methods = [m for m in exp.methods if any(r["method"] == m for r in srows)]
         cols = [(k, h) for k, h in METRICS if any(r.get(k) is not None for r in srows)
                 and (exp.columns is None or k in exp.columns)]
-        table = [["method", "n"] + [h for _, h in cols]]
+        table = [["method", "runs"] + [h for _, h in cols]]
         for m in methods:
             mr = [r for r in srows if r["method"] == m]
             line = [m, str(len(mr))]
@@ -397,7 +417,7 @@ def terminal(run_dir: Path) -> str:
 
 def verdicts(run_dir: Path) -> list[claims_mod.Verdict]:
     meta, cells = results.load(run_dir)
-    exp = parse(tomllib.loads(meta["experiment_file"]))
+    exp = _recorded(meta)
     return claims_mod.check_all(exp.claims, results.table(cells, exp.baseline))
 
 

@@ -104,6 +104,23 @@ def test_report_names_the_builds_of_a_continued_run(tmp_path):
     assert "measured by more than one build" in md.read_text()
 
 
+def test_a_note_written_after_the_run_explains_its_verdict(tmp_path):
+    run = make_run(tmp_path)
+    root = tmp_path / "experiments"
+    root.mkdir()
+    (root / "mini.toml").write_text(EXPERIMENT.replace('note = "more streams, more bytes"',
+                                                       'note = "written later"'))
+    meta = json.loads((run / "run.json").read_text())
+    assert {c["id"]: c.get("note") for c in report._recorded(meta, root).claims} == \
+        {"fair": None, "never": "written later"}
+    # A claim checked differently today keeps the note it was run with.
+    (root / "mini.toml").write_text(EXPERIMENT.replace('note = "more streams, more bytes"', 'note = "x"')
+                                    .replace('a = "parallel-4"\nb = "single"', 'a = "parallel-3"\nb = "single"'))
+    assert report._recorded(meta, root).claims[1]["note"] == "more streams, more bytes"
+    # Without the file today, the recorded experiment as it was.
+    assert report._recorded(meta, tmp_path / "nowhere").claims[1]["note"] == "more streams, more bytes"
+
+
 def test_report_refuses_a_directory_without_a_run(tmp_path):
     import argparse
 
