@@ -219,6 +219,7 @@ def _recorded(meta: dict, root: Path | None = None):
         now = {c["id"]: c for c in load(exp.name, root).claims}
     except ExperimentError:
         return exp
+
     def check(c: dict) -> dict:
         return {k: v for k, v in c.items() if k != "note"}
 
