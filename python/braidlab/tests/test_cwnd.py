@@ -76,3 +76,10 @@ def test_aimd_refuses_a_loss_rate_outside_0_1():
         cwnd.aimd_mean_window(0, lambda w: 1, lambda w: 0.5)
     with pytest.raises(ValueError, match="no HighSpeed TCP table"):
         cwnd.hstcp_table("int x;")
+
+
+def test_renos_random_loss_c_sits_above_the_periodic_one_and_is_shared_within_two_digits():
+    c = cwnd.reno_random_loss_c(1e-4)
+    assert 1.27 < c < 1.34, c
+    assert cwnd.reno_random_loss_c(1.04e-4) == c
+    assert cwnd.reno_random_loss_c(3e-4) != c

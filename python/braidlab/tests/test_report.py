@@ -178,3 +178,19 @@ def test_families_vary_in_streams_or_in_strength():
     assert set(fams) == {"tcpp k=1", "tcpp n=10"}
     assert fams["tcpp k=1"][0] == "streams" and len(fams["tcpp k=1"][1]) == 4
     assert fams["tcpp n=10"][0] == "strength" and sorted(r["strength"] for r in fams["tcpp n=10"][1]) == [1, 2, 3]
+
+
+def test_model_table_sets_the_measurement_beside_both_mathis_constants():
+    rows = [{"streams": 2, "method_mbps": m, "mathis_mbps": e, "p_events": 1e-4}
+            for m, e in ((50.0, 45.0), (52.0, 47.0))]
+    rows.append({"streams": 1, "method_mbps": 30.0, "mathis_mbps": 28.0, "p_events": None})
+    head, one, two = report.model_table(rows)
+    assert head[2] == "Mathis Mb/s" and head[5] == "Mathis, random-loss C"
+    # Without a loss-event rate there is no random-loss estimate, only Eq. 5's.
+    assert one == ["1", "30.0", "28.0", "+2.0", "(one run)", "-", "-", "-"]
+    assert two[:4] == ["2", "51.0", "46.0", "+5.0"]
+    # The random-loss C (about 1.30 against 1.22) raises the estimate by about 6 %.
+    assert 46.0 * 1.04 < float(two[5]) < 46.0 * 1.09
+    assert 0 < float(two[6]) < 5.0
+    lo, hi = (float(x) for x in two[7].split(" .. "))
+    assert lo < float(two[6]) < hi
