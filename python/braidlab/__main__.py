@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reverse-rate", help="rate of the receiver-to-sender direction (default unlimited)")
     p.add_argument("--spec", help="more braid-link words for the forward direction (e.g. 'red min 30000 ...')")
     p.add_argument("--server", help="a command to run on the receiver for the time of COMMAND (e.g. 'iperf3 -s')")
-    p.add_argument("--run-dir", help="where the manifest, link stats and logs go (default: a new temporary directory)")
+    p.add_argument("--run-dir", help="where the manifest, link stats and logs go (default: a new directory under /tmp, kept and named on stderr)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
     args = ap.parse_args(argv)
     if args.cmd == "demo":

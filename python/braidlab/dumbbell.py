@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -62,6 +63,8 @@ class Dumbbell(_Testbed):
     sender->receiver and receiver->sender directions
     ("rate 100mbit delay 34ms limit 580 loss random 0.001%").
     `access` is the hosts' link rate ("100mbit"), None for unlimited.
+    `run_dir` keeps the manifest, braid-link's stats and event log and the hosts' logs; without
+    it they go to a temporary directory that is removed with the testbed.
     """
 
     def __init__(self, forward: str, reverse: str = "", *, pairs: int = 1, access: str | None = None,
@@ -74,6 +77,8 @@ class Dumbbell(_Testbed):
         super().__init__(tag)
         self.forward, self.reverse = forward, reverse
         self.pairs, self.access, self.mtu = pairs, access, mtu
+        # A directory the caller did not ask for is scratch: it goes with the testbed.
+        self._scratch = run_dir is None
         self.run_dir = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix=f"braid-{self.id}-"))
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stats_path = self.run_dir / "link-stats.json"
@@ -184,6 +189,8 @@ class Dumbbell(_Testbed):
             stop(self.link)
             self.link = None
         super().close()
+        if self._scratch:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 class LinkPath(Dumbbell):

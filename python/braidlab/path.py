@@ -13,6 +13,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 
 from .dumbbell import LinkPath
@@ -44,7 +45,9 @@ def main(args) -> int:
         return 2
     command = args.command[1:] if args.command[0] == "--" else args.command
     forward, reverse = specs(args.rate, args.delay, args.loss, args.limit, args.spec, args.reverse_rate)
-    with LinkPath(forward, reverse, tag="cli", run_dir=args.run_dir) as p:
+    # The run directory is named to the user, so it outlives the path.
+    run_dir = args.run_dir or tempfile.mkdtemp(prefix="braidlab-path-")
+    with LinkPath(forward, reverse, tag="cli", run_dir=run_dir) as p:
         peer = p.RCV_ADDR
         print(f"braidlab path: {p.SND_ADDR} -> [{forward}] -> {peer}, back [{reverse or 'unlimited'}]; "
               f"run directory {p.run_dir}", file=sys.stderr)

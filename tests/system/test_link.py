@@ -93,9 +93,9 @@ def test_random_loss_rate_is_inside_its_99_percent_binomial_interval(record):
     assert abs(lost - 0.01 * n) <= 2.576 * sd, f"{lost} lost of {n}: outside {0.01 * n:.0f} +- {2.576 * sd:.0f}"
 
 
-def test_gilbert_elliott_rate_and_burst_length_match_their_formulas(record):
+def test_gilbert_elliott_rate_and_burst_length_match_their_formulas(record, tmp_path):
     # p = 1 %, r = 25 %: stationary loss p/(p+r) = 3.85 %, mean burst 1/r = 4.
-    with LinkPath("loss gemodel 1% 25% seed 5", "", tag="ge", events=True) as p:
+    with LinkPath("loss gemodel 1% 25% seed 5", "", run_dir=tmp_path, tag="ge", events=True) as p:
         _iperf_udp(p, "9M", 100, 11)
         events_path = p.events_path
         p.close()
@@ -121,9 +121,9 @@ def test_gilbert_elliott_rate_and_burst_length_match_their_formulas(record):
     assert abs(burst - 4.0) < 0.4
 
 
-def test_drop_tail_queue_delay_is_limit_over_rate(record):
+def test_drop_tail_queue_delay_is_limit_over_rate(record, tmp_path):
     # 100 packets of 1442 bytes at 20 Mb/s: 57.7 ms of queue at most.
-    with LinkPath("rate 20mbit limit 100", "", tag="dt", events=True) as p:
+    with LinkPath("rate 20mbit limit 100", "", run_dir=tmp_path, tag="dt", events=True) as p:
         _iperf_udp(p, "30M", 1400, 4)
         events_path = p.events_path
         p.close()
