@@ -183,7 +183,7 @@ mod tests {
         fs::write(top.join("b/c/z"), b"").unwrap();
         fs::write(top.join("b/y"), b"yyy").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", top.join("link")).unwrap();
-        let (files, skipped) = list(&[top.clone()], "./dest/").unwrap();
+        let (files, skipped) = list(std::slice::from_ref(&top), "./dest/").unwrap();
         let paths: Vec<_> = files
             .iter()
             .map(|s| (s.entry.path.as_str(), s.entry.size))

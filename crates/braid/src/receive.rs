@@ -521,7 +521,7 @@ mod tests {
         let e = entry("d/f.txt", data);
         let s = RecvShared::new(
             root.path(),
-            &[e.clone()],
+            std::slice::from_ref(&e),
             false,
             4096,
             Telemetry::new(1, Output::Quiet),
@@ -545,7 +545,7 @@ mod tests {
         let e = entry("f", data);
         let s = RecvShared::new(
             root.path(),
-            &[e.clone()],
+            std::slice::from_ref(&e),
             false,
             4096,
             Telemetry::new(1, Output::Quiet),
@@ -571,7 +571,7 @@ mod tests {
         let e = entry("big", &data);
         let s = RecvShared::new(
             root.path(),
-            &[e.clone()],
+            std::slice::from_ref(&e),
             false,
             4096,
             Telemetry::new(1, Output::Quiet),
@@ -583,7 +583,7 @@ mod tests {
         drop(s);
         let s = RecvShared::new(
             root.path(),
-            &[e.clone()],
+            std::slice::from_ref(&e),
             true,
             4096,
             Telemetry::new(1, Output::Quiet),
@@ -613,7 +613,7 @@ mod tests {
         let open = |resume| {
             RecvShared::new(
                 root.path(),
-                &[e.clone()],
+                std::slice::from_ref(&e),
                 resume,
                 4096,
                 Telemetry::new(1, Output::Quiet),

@@ -155,7 +155,7 @@ fn send_then_get_a_tree_in_single_and_parallel_mode() {
         let dest = format!("in{streams}");
         let s = client::send(
             &config(&addr, params(Kind::Send, streams), TOKEN),
-            &[src.clone()],
+            std::slice::from_ref(&src),
             &dest,
         )
         .unwrap();
@@ -164,7 +164,7 @@ fn send_then_get_a_tree_in_single_and_parallel_mode() {
         assert_eq!(s.peer_bytes, Some(s.bytes));
         let s = client::get(
             &config(&addr, params(Kind::Get, streams), TOKEN),
-            &[dest.clone()],
+            std::slice::from_ref(&dest),
             &back,
         )
         .unwrap();
@@ -205,9 +205,9 @@ fn resume_skips_published_files_and_moves_nothing_twice() {
     let addr = serve(&root);
     let mut p = params(Kind::Send, 2);
     p.flags = FLAG_RESUME;
-    let first = client::send(&config(&addr, p.clone(), TOKEN), &[src.clone()], "").unwrap();
+    let first = client::send(&config(&addr, p.clone(), TOKEN), std::slice::from_ref(&src), "").unwrap();
     assert_eq!(first.bytes, 2_000_000);
-    let again = client::send(&config(&addr, p, TOKEN), &[src.clone()], "").unwrap();
+    let again = client::send(&config(&addr, p, TOKEN), std::slice::from_ref(&src), "").unwrap();
     assert_eq!(again.bytes, 0, "a verified file is not sent again");
     assert_eq!(b3(&src), b3(&root.join("f.bin")));
 }
@@ -224,7 +224,7 @@ fn a_file_crosses_ipv6_with_the_address_written_as_the_command_line_does() {
     assert_eq!(target.addr, format!("[::1]:{port}"));
     let s = client::send(
         &config(&target.addr, params(Kind::Send, 3), TOKEN),
-        &[src.clone()],
+        std::slice::from_ref(&src),
         target.path.as_deref().unwrap(),
     )
     .unwrap();
