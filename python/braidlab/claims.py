@@ -4,7 +4,11 @@ experiment file) to a verdict.
 
 A claim compares medians over repetitions of one metric. `a` and `b` name a
 method or a shell pattern of methods ("reno-*"): a pattern stands for the
-mean of its methods' medians. Kinds:
+mean of its methods' medians. When both are patterns with one `*` each
+("reno-*" against "cubic-*"), only what the `*` stands for in both counts:
+two variants are compared at the numbers of streams measured for both, so
+a sweep measured in part does not set one variant's 30 streams against
+another's 10. Kinds:
   less          a + margin < b               (margin in the metric's units)
   ratio_within  low <= a / b <= high
   within        low <= a <= high, for every method `a` matches
@@ -59,6 +63,25 @@ def _value(meds: dict[str, float], pattern: str) -> float | None:
     return statistics.fmean(hit) if hit else None
 
 
+def _star(pattern: str, method: str) -> str | None:
+    """What the one `*` of `pattern` stands for in `method`; None if it does not match."""
+    head, tail = pattern.split("*")
+    if fnmatch.fnmatchcase(method, pattern) and len(method) >= len(head) + len(tail):
+        return method[len(head):len(method) - len(tail)]
+    return None
+
+
+def _paired(meds: dict[str, float], a: str, b: str) -> tuple[dict[str, float], list[str]] | None:
+    """For two patterns of one plain `*` each: the medians of the methods whose `*` part both
+    measured, and those parts; None when the patterns are not of that shape."""
+    if a.count("*") != 1 or b.count("*") != 1 or any(c in a + b for c in "?["):
+        return None
+    parts = [{_star(p, m): m for m in meds if _star(p, m) is not None} for p in (a, b)]
+    common = sorted(parts[0].keys() & parts[1].keys(), key=lambda x: (len(x), x))
+    keep = {side[x] for side in parts for x in common}
+    return {m: v for m, v in meds.items() if m in keep}, common
+
+
 def check(claim: dict, rows: list[dict]) -> Verdict:
     kind, metric = claim["check"], claim.get("metric", "")
     scenario = claim.get("scenario")
@@ -66,6 +89,13 @@ def check(claim: dict, rows: list[dict]) -> Verdict:
     meds = medians(rows, metric, scenario) if metric else {}
     where = f" ({scenario})" if scenario else ""
     if kind in ("less", "ratio_within"):
+        paired = _paired(meds, claim["a"], claim["b"])
+        if paired is not None:
+            meds, common = paired
+            if not common:
+                v.detail = f"{metric}{where}: {claim['a']} and {claim['b']} have no '*' measured for both"
+                return v
+            where += f" (both over {', '.join(common)})"
         a, b = _value(meds, claim["a"]), _value(meds, claim["b"])
         if a is None or b is None:
             v.detail = f"{metric}{where}: no data for {claim['a'] if a is None else claim['b']}"

@@ -146,3 +146,17 @@ def test_mathis_uses_loss_episodes_when_the_kernel_counted_them():
     assert m["loss_events"] == 5 and m["p_events"] == pytest.approx(1e-4)
     want = 2 * 1448 * 8 * math.sqrt(1.5) / (0.080 * math.sqrt(1e-4)) / 1e6
     assert m["mathis_mbps"] == pytest.approx(want)
+
+
+def test_two_patterns_are_compared_where_both_were_measured():
+    rows = [{"scenario": "s", "method": m, "x": x} for m, x in
+            (("reno-1", 0.1), ("reno-10", 1.0), ("reno-30", 5.0), ("stcp-10", 2.0), ("stcp-20", 9.0))]
+    claim = {"id": "c", "text": "t", "check": "less", "metric": "x", "a": "reno-*", "b": "stcp-*"}
+    # Only n = 10 is in both: 1.0 < 2.0, where all of reno (2.03) against all of stcp (5.5) would hide it.
+    v = claims.check(claim, rows)
+    assert v.holds and "both over 10" in v.detail and "reno-* 1" in v.detail, v.detail
+    v = claims.check({**claim, "b": "bbr-*"}, rows + [{"scenario": "s", "method": "bbr-5", "x": 3.0}])
+    assert v.status == "not measured" and "no '*' measured for both" in v.detail
+    # A pattern against one method, or of another shape, keeps the mean of everything it matches.
+    assert "2.03" in claims.check({**claim, "b": "stcp-10", "margin": 0}, rows).detail
+    assert "both over" not in claims.check({**claim, "a": "reno-[0-9]*"}, rows).detail
