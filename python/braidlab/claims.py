@@ -65,10 +65,10 @@ def _value(meds: dict[str, float], pattern: str) -> float | None:
 
 def _star(pattern: str, method: str) -> str | None:
     """What the one `*` of `pattern` stands for in `method`; None if it does not match."""
+    if not fnmatch.fnmatchcase(method, pattern):
+        return None
     head, tail = pattern.split("*")
-    if fnmatch.fnmatchcase(method, pattern) and len(method) >= len(head) + len(tail):
-        return method[len(head):len(method) - len(tail)]
-    return None
+    return method[len(head):len(method) - len(tail)]
 
 
 def _paired(meds: dict[str, float], a: str, b: str) -> tuple[dict[str, float], list[str]] | None:
@@ -76,7 +76,7 @@ def _paired(meds: dict[str, float], a: str, b: str) -> tuple[dict[str, float], l
     measured, and those parts; None when the patterns are not of that shape."""
     if a.count("*") != 1 or b.count("*") != 1 or any(c in a + b for c in "?["):
         return None
-    parts = [{_star(p, m): m for m in meds if _star(p, m) is not None} for p in (a, b)]
+    parts = [{x: m for m in meds if (x := _star(p, m)) is not None} for p in (a, b)]
     common = sorted(parts[0].keys() & parts[1].keys(), key=lambda x: (len(x), x))
     keep = {side[x] for side in parts for x in common}
     return {m: v for m, v in meds.items() if m in keep}, common

@@ -152,7 +152,7 @@ def test_two_patterns_are_compared_where_both_were_measured():
     rows = [{"scenario": "s", "method": m, "x": x} for m, x in
             (("reno-1", 0.1), ("reno-10", 1.0), ("reno-30", 5.0), ("stcp-10", 2.0), ("stcp-20", 9.0))]
     claim = {"id": "c", "text": "t", "check": "less", "metric": "x", "a": "reno-*", "b": "stcp-*"}
-    # Only n = 10 is in both: 1.0 < 2.0, where all of reno (2.03) against all of stcp (5.5) would hide it.
+    # Only n = 10 is in both: 1.0 against 2.0, not reno over 1, 10, 30 (2.03) against stcp over 10, 20 (5.5).
     v = claims.check(claim, rows)
     assert v.holds and "both over 10" in v.detail and "reno-* 1" in v.detail, v.detail
     v = claims.check({**claim, "b": "bbr-*"}, rows + [{"scenario": "s", "method": "bbr-5", "x": 3.0}])
