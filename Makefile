@@ -1,5 +1,5 @@
 # The two commands of README: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test clean bench-link bench-engine fuzz
+.PHONY: setup demo test clean bench-link bench-engine bench-files fuzz
 
 setup:
 	bash scripts/setup.sh
@@ -15,6 +15,9 @@ bench-link: setup
 
 bench-engine: setup
 	.venv/bin/python benches/engine.py
+
+bench-files: setup
+	.venv/bin/python benches/files.py
 
 # The braid-wire decoder under libFuzzer (nightly toolchain, cargo-fuzz).
 FUZZ_SECONDS ?= 60

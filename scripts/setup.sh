@@ -8,6 +8,7 @@ apt_packages=(
   clang llvm bpftool libelf-dev zlib1g-dev pkg-config make   # BPF object and libbpf
   iproute2 nftables ethtool util-linux iputils-ping             # testbeds
   iperf3 fping                                                  # reference peers and probes
+  rsync netcat-openbsd                                          # the small-files benchmark's peers
   openssh-client openssh-server                                 # starting a far end over ssh (tests: sshd)
 )
 missing=()

@@ -23,6 +23,12 @@ from braidlab.testbed import Pair
 GIB = 1 << 30
 
 
+def journal_of(dest: Path) -> Path:
+    """Where the receiver journals `dest`: its staging directory, named by a hash of the name."""
+    stem = blake3.blake3(dest.name.encode()).digest()[:16].hex()
+    return dest.parent / ".braid-partial" / f"{stem}.journal"
+
+
 def b3(p: Path) -> str:
     h = blake3.blake3(max_threads=blake3.blake3.AUTO)
     with open(p, "rb") as f:
@@ -200,7 +206,7 @@ def test_a_killed_sender_resumes_moving_only_what_is_missing(pair, record):
     time.sleep(2.0)
     p.send_signal(signal.SIGKILL)
     p.wait()
-    journal = pair.root / "res" / ".resume.bin.braid-journal"
+    journal = journal_of(pair.root / "res" / "resume.bin")
     assert wait_until(journal.exists, timeout=10), "the receiver kept no journal"
     # The receiver writes its last journal when it sees the sender gone.
     time.sleep(1.5)
@@ -236,7 +242,7 @@ def test_ctrl_c_during_get_journals_everything_received(pair, tmp_path, record):
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130 and "interrupted" in err, (p.returncode, err)
     seen = Report.parse(out).intervals[-1]["bytes"]  # received when last reported, before the signal
-    journal = local / ".pull.bin.braid-journal"
+    journal = journal_of(local / "pull.bin")
     held = sum(b - a for a, b in json.loads(journal.read_text())["ranges"])
     size = f.stat().st_size
     record(seen_before_sigint=seen, journaled=held, size=size)
@@ -302,8 +308,26 @@ def test_wrong_token_and_full_disk_are_clear_errors_leaving_nothing(pair, tmp_pa
             big.write_bytes(os.urandom(20 << 20))
             rc, _, err = _client(pair, *engine.client_argv("send", str(f), str(big), f"{pair.RCV_ADDR}:5421:d",
                                                              token=pair.token))
-            assert rc == 7 and "No space left" in err, (rc, err)
-            assert [p for p in small.rglob("*") if p.is_file()] == [], "the full disk kept a partial file"
+            assert rc == 7 and "no space" in err and "free" in err, (rc, err)
+            assert list(small.iterdir()) == [], "a refused send left something behind"
+            # Another writer fills the disk while a send runs: the receiver's next write
+            # fails, the sender hears why (7, naming the space), nothing partial is kept.
+            mid = tmp_path / "mid.bin"
+            mid.write_bytes(os.urandom(5 << 20))
+            p = pair.snd.popen(engine.client_argv("send", str(mid), f"{pair.RCV_ADDR}:5421:m", token=pair.token)
+                               + ["--limit", "10mbit"])
+            time.sleep(1.0)
+            with open(small / "filler", "wb") as filler:
+                try:
+                    while True:
+                        filler.write(b"\xff" * (1 << 20))
+                        filler.flush()
+                except OSError:
+                    pass
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == 7 and "No space left" in err, (p.returncode, err)
+            left = [q for q in small.rglob("*") if q.is_file() and q.name != "filler"]
+            assert left == [], f"the full disk kept {left}"
         finally:
             srv.kill()
             srv.wait()

@@ -150,6 +150,28 @@ pub struct ServeArgs {
     /// Where braid's controls are pinned.
     #[arg(long, default_value = braid_cc::DEFAULT_PIN_DIR)]
     pin_dir: PathBuf,
+    /// Connections open at once, control and data (also capped by the descriptor limit).
+    #[arg(long, default_value_t = server::Limits::default().connections)]
+    max_connections: usize,
+    /// Connections that have not proven the token; a new one pushes out the oldest.
+    #[arg(long, default_value_t = server::Limits::default().unauthenticated)]
+    max_unauthenticated: usize,
+    /// Seconds a connection has to prove the token (or attach) after it is accepted.
+    #[arg(long, default_value_t = server::Limits::default().handshake.as_secs_f64())]
+    handshake_timeout: f64,
+    /// Files and directories in one session's manifest.
+    #[arg(long, default_value_t = server::Limits::default().manifest.files)]
+    max_files: usize,
+    /// Bytes of one session's manifest (its paths and fields), e.g. 256M.
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    max_manifest: u64,
+    /// Blocks of one session's files (hash state is kept per block); a client
+    /// over it is told to use a larger --block-size.
+    #[arg(long, default_value_t = server::Limits::default().blocks)]
+    max_blocks: u64,
+    /// Hours after which an abandoned transfer's part files are removed.
+    #[arg(long, default_value_t = server::Limits::default().partial_ttl.as_secs() / 3600)]
+    partial_ttl: u64,
 }
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -241,6 +263,7 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
         duration_ms: 0,
         block_size,
         flags: 0,
+        limit_bps: 0,
     })
 }
 
@@ -370,6 +393,18 @@ fn print_summary(s: &Summary, json: bool) {
     }
 }
 
+/// A running `braid serve` reads and writes only below its root: an
+/// absolute path there would quietly mean something else.
+fn below_root(path: &str) -> Result<()> {
+    if path.starts_with('/') {
+        return Err(Error::Usage(format!(
+            "{path} is absolute, but a running braid serve works only below its --root: \
+             write it relative to that root (or use --ssh always to start a server whose root is /)"
+        )));
+    }
+    Ok(())
+}
+
 pub fn bench(a: BenchArgs) -> Result<()> {
     stop_on_signals();
     let remote = target::parse(&a.host, false).map_err(Error::Usage)?;
@@ -406,6 +441,9 @@ pub fn send(a: SendArgs) -> Result<()> {
     let (root, below) = bootstrap::root_and_path(dest);
     // A server we start has the path's root as its root; a running one has a root of its own.
     let s = with_far_end(&a.s, cfg, &remote.login, Some(&root), |cfg, ours| {
+        if !ours {
+            below_root(dest)?;
+        }
         client::send(cfg, &sources, if ours { &below } else { dest })
     })?;
     print_summary(&s, a.s.json);
@@ -441,10 +479,39 @@ pub fn get(a: GetArgs) -> Result<()> {
     let cfg = config(&a.s, remote.addr.clone(), p)?;
     let local = PathBuf::from(local);
     let s = with_far_end(&a.s, cfg, &remote.login, root.as_deref(), |cfg, ours| {
+        if !ours {
+            paths.iter().try_for_each(|p| below_root(p))?;
+        }
         client::get(cfg, if ours { &below } else { &paths }, &local)
     })?;
     print_summary(&s, a.s.json);
     Ok(())
+}
+
+fn limits(a: &ServeArgs) -> Result<server::Limits> {
+    if !(a.handshake_timeout.is_finite() && a.handshake_timeout > 0.0) {
+        return Err(Error::Usage(
+            "--handshake-timeout must be above 0 seconds".into(),
+        ));
+    }
+    if a.max_connections == 0 || a.max_unauthenticated == 0 || a.max_files == 0 || a.max_blocks == 0
+    {
+        return Err(Error::Usage(
+            "--max-connections, --max-unauthenticated, --max-files and --max-blocks must be above 0"
+                .into(),
+        ));
+    }
+    Ok(server::Limits {
+        connections: a.max_connections,
+        unauthenticated: a.max_unauthenticated,
+        handshake: Duration::from_secs_f64(a.handshake_timeout),
+        manifest: braid::session::ManifestLimits {
+            files: a.max_files,
+            bytes: usize::try_from(a.max_manifest).unwrap_or(usize::MAX),
+        },
+        blocks: a.max_blocks,
+        partial_ttl: Duration::from_secs(a.partial_ttl.saturating_mul(3600)),
+    })
 }
 
 pub fn serve(a: ServeArgs) -> Result<()> {
@@ -465,6 +532,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     if let Some(w) = window.and_then(braid::session::window_warning) {
         eprintln!("braid serve: warning: {w}");
     }
+    let limits = limits(&a)?;
     let srv = Server::bind(server::Config {
         listen: a.listen,
         root: a.root,
@@ -475,6 +543,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         once: a.once,
         wait: a.wait.map(Duration::from_secs),
         limit_bps: a.limit,
+        limits,
     })?;
     eprintln!("braid serve: listening on {}", srv.local_addr());
     srv.run()

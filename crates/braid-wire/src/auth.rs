@@ -41,11 +41,17 @@ pub fn session_key(token: &[u8], client_nonce: &[u8; 16], server_nonce: &[u8; 16
     blake3::derive_key(CONTEXT_SESSION, &material)
 }
 
-/// What a data connection presents in `Attach`.
-pub fn attach_proof(session_key: &[u8; 32], session: u64, stream: u16) -> [u8; 32] {
+/// What a data connection presents in `Attach`: the counter makes every
+/// attach of a session distinct, so the server can refuse a replayed one.
+pub fn attach_proof(session_key: &[u8; 32], session: u64, stream: u16, counter: u64) -> [u8; 32] {
     mac(
         session_key,
-        &[b"attach", &session.to_be_bytes(), &stream.to_be_bytes()],
+        &[
+            b"attach",
+            &session.to_be_bytes(),
+            &stream.to_be_bytes(),
+            &counter.to_be_bytes(),
+        ],
     )
 }
 
@@ -77,8 +83,9 @@ mod tests {
         );
         let k = session_key(b"secret", &C, &S);
         assert_ne!(k, session_key(b"secret", &C, &[3; 16]));
-        assert_ne!(attach_proof(&k, 1, 0), attach_proof(&k, 1, 1));
-        assert_ne!(attach_proof(&k, 1, 0), attach_proof(&k, 2, 0));
+        assert_ne!(attach_proof(&k, 1, 0, 0), attach_proof(&k, 1, 1, 0));
+        assert_ne!(attach_proof(&k, 1, 0, 0), attach_proof(&k, 2, 0, 0));
+        assert_ne!(attach_proof(&k, 1, 0, 0), attach_proof(&k, 1, 0, 1));
     }
 
     #[test]

@@ -43,19 +43,22 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             w.u32(p.duration_ms);
             w.u32(p.block_size);
             w.u32(p.flags);
+            w.u64(p.limit_bps);
         }
         Message::Accepted { session } => w.u64(*session),
         Message::Attach {
             session,
             stream,
+            counter,
             mac,
         } => {
             w.u64(*session);
             w.u16(*stream);
+            w.u64(*counter);
             w.bytes(mac);
         }
         Message::Detach { stream } => w.u16(*stream),
-        Message::Manifest { files } => {
+        Message::Manifest { files, more } => {
             w.u32(files.len() as u32);
             for f in files {
                 w.str(&f.path);
@@ -63,6 +66,7 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
                 w.u32(f.mode);
                 w.u64(f.mtime_ns as u64);
             }
+            w.u8(*more as u8);
         }
         Message::Block {
             file,
@@ -168,6 +172,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 duration_ms: r.u32()?,
                 block_size: r.u32()?,
                 flags: r.u32()?,
+                limit_bps: r.u64()?,
             };
             if p.flags & !KNOWN_FLAGS != 0 {
                 return Err(DecodeError::Value {
@@ -185,6 +190,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
             Message::Attach {
                 session: r.u64()?,
                 stream: r.u16()?,
+                counter: r.u64()?,
                 mac: r.array()?,
             }
         }
@@ -210,7 +216,17 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                     mtime_ns: r.u64()? as i64,
                 });
             }
-            Message::Manifest { files }
+            let more = match r.u8()? {
+                0 => false,
+                1 => true,
+                v => {
+                    return Err(DecodeError::Value {
+                        what: "manifest: more",
+                        value: v as u64,
+                    })
+                }
+            };
+            Message::Manifest { files, more }
         }
         10 => {
             r.what = "block";
@@ -389,13 +405,30 @@ mod tests {
             duration_ms: 10_000,
             block_size: 1 << 20,
             flags: FLAG_RESUME,
+            limit_bps: 150_000_000,
         });
         assert_eq!(
             bytes(&open),
             [
-                0, 0, 0, 29, 5, 0, 2, 0, 9, 0, 4, b'r', b'e', b'n', b'o', 0, 100, 0, 0, 3, 232, 0,
-                0, 39, 16, 0, 16, 0, 0, 0, 0, 0, 1
+                0, 0, 0, 37, 5, 0, 2, 0, 9, 0, 4, b'r', b'e', b'n', b'o', 0, 100, 0, 0, 3, 232, 0,
+                0, 39, 16, 0, 16, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x08, 0xf0, 0xd1, 0x80
             ]
+        );
+        assert_eq!(
+            bytes(&Message::Attach {
+                session: 1,
+                stream: 2,
+                counter: 3,
+                mac: [9; 32]
+            })[..23],
+            [0, 0, 0, 51, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3]
+        );
+        assert_eq!(
+            bytes(&Message::Manifest {
+                files: vec![],
+                more: true
+            }),
+            [0, 0, 0, 6, 9, 0, 0, 0, 0, 1]
         );
         let mut hash = [0u8; 32];
         hash[31] = 0xab;
@@ -440,6 +473,13 @@ mod tests {
             decode(&[0, 0, 0, 6, 13, 0, 1, 0, 1, 0xff]),
             Err(DecodeError::Utf8 { what: "error" })
         );
+        assert_eq!(
+            decode(&[0, 0, 0, 6, 9, 0, 0, 0, 0, 2]),
+            Err(DecodeError::Value {
+                what: "manifest: more",
+                value: 2
+            })
+        );
         // A manifest claiming a billion files in a few bytes.
         assert!(matches!(
             decode(&[0, 0, 0, 5, 9, 0x40, 0, 0, 0]),
@@ -461,8 +501,10 @@ mod tests {
             duration_ms: 0,
             block_size: 1,
             flags: 0,
+            limit_bps: 0,
         }));
-        *open.last_mut().unwrap() = 0x80;
+        let flags_at = open.len() - 9;
+        open[flags_at] = 0x80;
         assert_eq!(
             decode(&open),
             Err(DecodeError::Value {
@@ -483,12 +525,13 @@ mod tests {
                 any::<u32>(),
                 any::<u32>(),
                 0u32..4,
+                any::<u64>(),
             ),
         )
             .prop_map(
                 |(
                     (k, m, streams, cc),
-                    (frac_cwnd, strength_milli, duration_ms, block_size, flags),
+                    (frac_cwnd, strength_milli, duration_ms, block_size, flags, limit_bps),
                 )| SessionParams {
                     kind: [Kind::Bench, Kind::Send, Kind::Get][k as usize],
                     mode: [Mode::Single, Mode::Parallel, Mode::Combined, Mode::Tcpp][m as usize],
@@ -499,6 +542,7 @@ mod tests {
                     duration_ms,
                     block_size,
                     flags,
+                    limit_bps,
                 },
             );
         let entry = ("\\PC{0,40}", any::<u64>(), any::<u32>(), any::<i64>()).prop_map(
@@ -517,13 +561,17 @@ mod tests {
             mac.prop_map(|mac| Message::Welcome { mac }),
             params.prop_map(Message::Open),
             any::<u64>().prop_map(|session| Message::Accepted { session }),
-            (any::<u64>(), any::<u16>(), mac).prop_map(|(session, stream, mac)| Message::Attach {
-                session,
-                stream,
-                mac
-            }),
+            (any::<u64>(), any::<u16>(), any::<u64>(), mac).prop_map(
+                |(session, stream, counter, mac)| Message::Attach {
+                    session,
+                    stream,
+                    counter,
+                    mac
+                }
+            ),
             any::<u16>().prop_map(|stream| Message::Detach { stream }),
-            proptest::collection::vec(entry, 0..8).prop_map(|files| Message::Manifest { files }),
+            (proptest::collection::vec(entry, 0..8), any::<bool>())
+                .prop_map(|(files, more)| Message::Manifest { files, more }),
             (any::<u32>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
                 |(file, offset, len, checksum)| Message::Block {
                     file,

@@ -16,7 +16,7 @@
 //! server answers `Challenge` with its own, the client proves it holds the
 //! token (`Proof`), the server proves it too (`Welcome`). The token itself
 //! never crosses the wire. Data connections `Attach` with a proof keyed by
-//! the session key both ends derived.
+//! the session key both ends derived, over a counter the server accepts once.
 //!
 //! If [`decode`] returns `Ok(Some(..))`, the message is complete and valid;
 //! malformed input is an error naming what is wrong, never a panic.
@@ -26,7 +26,9 @@ mod codec;
 mod message;
 
 pub use codec::{decode, encode, DecodeError, MAX_FRAME};
-pub use message::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
+pub use message::{
+    Code, FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE, MODE_DIR,
+};
 
 /// The protocol version this build speaks; a peer with another is refused.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;

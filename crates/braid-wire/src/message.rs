@@ -44,6 +44,9 @@ pub struct SessionParams {
     pub block_size: u32,
     /// [`FLAG_RESUME`], [`FLAG_REVERSE`]; unknown bits are refused.
     pub flags: u32,
+    /// The client's rate limit for the whole session in bits per second (0: none); a
+    /// sending server keeps to the lower of this and its own.
+    pub limit_bps: u64,
 }
 
 /// Send/get: the receiver keeps what it already holds and says so in `Ranges`.
@@ -52,14 +55,77 @@ pub const FLAG_RESUME: u32 = 1;
 pub const FLAG_REVERSE: u32 = 2;
 pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME | FLAG_REVERSE;
 
-/// One file of a manifest.
+/// The file-type bits of [`FileEntry::mode`] that mark a directory (S_IFDIR):
+/// a directory travels as an entry of size 0, so an empty one arrives too.
+pub const MODE_DIR: u32 = 0o040000;
+
+/// One file (or directory, see [`MODE_DIR`]) of a manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileEntry {
     /// Relative, '/'-separated; the receiver checks it stays below its root.
     pub path: String,
     pub size: u64,
+    /// Permission bits, and [`MODE_DIR`] for a directory.
     pub mode: u32,
     pub mtime_ns: i64,
+}
+
+impl FileEntry {
+    pub fn is_dir(&self) -> bool {
+        self.mode & MODE_DIR != 0
+    }
+}
+
+/// The codes an `Error` frame carries, HTTP's numbers where one fits. A
+/// code this build does not know still reaches the user with its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Code {
+    /// A request the protocol or the receiver's checks do not allow.
+    BadRequest = 400,
+    /// The token or a data connection's proof is wrong, or an attach was replayed.
+    Auth = 401,
+    /// A path that leaves the root, goes through a link, or is braid's own.
+    ForbiddenPath = 403,
+    NotFound = 404,
+    /// The peer said nothing for too long.
+    Timeout = 408,
+    /// Another session is writing the same file.
+    Busy = 409,
+    /// Over one of the server's limits (files, blocks, manifest size).
+    TooLarge = 413,
+    /// The peer speaks another protocol version.
+    Version = 426,
+    /// A local I/O error at the peer.
+    Io = 500,
+    /// A whole-file hash did not match.
+    Verify = 502,
+    /// The server is full (connections) or stopping (Ctrl-C, SIGTERM).
+    Unavailable = 503,
+    /// No space left for the files.
+    NoSpace = 507,
+}
+
+impl Code {
+    pub fn from_u16(v: u16) -> Option<Code> {
+        use Code::*;
+        [
+            BadRequest,
+            Auth,
+            ForbiddenPath,
+            NotFound,
+            Timeout,
+            Busy,
+            TooLarge,
+            Version,
+            Io,
+            Verify,
+            Unavailable,
+            NoSpace,
+        ]
+        .into_iter()
+        .find(|c| *c as u16 == v)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,16 +148,23 @@ pub enum Message {
     Accepted {
         session: u64,
     },
+    /// A data connection joins `session` as `stream`. `counter` is new for
+    /// every attach of the session (the client counts up), and the server
+    /// refuses one it has seen: captured bytes cannot be replayed.
     Attach {
         session: u64,
         stream: u16,
+        counter: u64,
         mac: [u8; 32],
     },
     Detach {
         stream: u16,
     },
+    /// Part of the files; `more` says another `Manifest` follows, so a list
+    /// larger than one frame crosses in pieces.
     Manifest {
         files: Vec<FileEntry>,
+        more: bool,
     },
     /// `len` bytes of `file` at `offset` follow; `checksum` is their CRC-32C.
     Block {

@@ -187,7 +187,7 @@ impl Started {
                         Ok(())
                     } else {
                         Err(Error::Remote {
-                            code: crate::error::code::IO,
+                            code: crate::error::Code::Io as u16,
                             message: format!("braid serve on {} ended: {status}", self.login),
                         })
                     };

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_cc::Controls;
-use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
+use braid_wire::{FileEntry, Kind, Message, FLAG_RESUME, FLAG_REVERSE};
 
 use crate::bench;
 use crate::conn::Conn;
@@ -16,12 +16,14 @@ use crate::engine::{self, Life, Notes, StreamEnd};
 use crate::error::{Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
-use crate::plan::{self, StreamControl};
+use crate::plan::{self, mode_name, StreamControl};
 use crate::ranges::RangeSet;
-use crate::receive::RecvShared;
+use crate::receive::{claims::Claims, RecvOptions, RecvShared};
 use crate::send::SendShared;
-use crate::session::{self, SocketOptions, Token};
+use crate::session::{self, ManifestLimits, SocketOptions, Token};
 use crate::telemetry::{Output, Summary, Telemetry};
+use braid_wire::SessionParams;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Everything a client session needs.
 #[derive(Clone)]
@@ -34,8 +36,18 @@ pub struct Config {
     pub pin_dir: PathBuf,
     pub output: Output,
     pub interval: Duration,
-    /// Bits per second for the whole session.
+    /// Bits per second for the whole session, at whichever end sends.
     pub limit_bps: Option<u64>,
+}
+
+impl Config {
+    /// The session's parameters as sent in `Open`, the rate limit with them.
+    fn open_params(&self, kind: Kind) -> SessionParams {
+        let mut p = self.params.clone();
+        p.kind = kind;
+        p.limit_bps = self.limit_bps.unwrap_or(0);
+        p
+    }
 }
 
 /// JSON output tells of lost streams as event lines; the live display on stderr.
@@ -44,15 +56,6 @@ fn notes(output: Output) -> Notes {
         Output::Json => Notes::Json,
         Output::Human => Notes::Stderr,
         Output::Quiet => Notes::Off,
-    }
-}
-
-pub fn mode_name(p: &SessionParams) -> String {
-    match p.mode {
-        Mode::Single => "single".into(),
-        Mode::Parallel => format!("parallel-{}", p.streams),
-        Mode::Combined => format!("combined-{}", p.streams),
-        Mode::Tcpp => format!("tcpp-{}", p.streams),
     }
 }
 
@@ -100,17 +103,21 @@ fn dialer<'a>(
     session: u64,
     sending: Option<&'a (Vec<StreamControl>, Option<Controls>)>,
 ) -> impl Fn(usize) -> Result<Conn> + Sync + 'a {
+    // Every attach of the session carries a counter the server has not seen.
+    let counter = AtomicU64::new(0);
     move |i| {
         let control = sending.map(|(c, maps)| (&c[i], maps.as_ref()));
         let s = session::connect(addr, &cfg.sock, control)?;
-        session::attach(s, session, i as u16, &key)
+        let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
+        session::attach(s, session, i as u16, n, &key)
     }
 }
 
 /// `braid bench`: memory to memory for the session's duration.
 pub fn bench(cfg: &Config) -> Result<Summary> {
     let mut o = open(cfg)?;
-    o.ctrl.send(&Message::Open(cfg.params.clone()))?;
+    o.ctrl
+        .send_or_reason(&Message::Open(cfg.open_params(Kind::Bench)))?;
     let session = accepted(&mut o.ctrl)?;
     let reverse = cfg.params.flags & FLAG_REVERSE != 0;
     let n = cfg.params.streams as usize;
@@ -180,12 +187,10 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         }
     }
     let mut o = open(cfg)?;
-    let mut params = cfg.params.clone();
-    params.kind = Kind::Send;
-    o.ctrl.send(&Message::Open(params))?;
-    o.ctrl.send(&Message::Manifest {
-        files: files.iter().map(|s| s.entry.clone()).collect(),
-    })?;
+    o.ctrl
+        .send_or_reason(&Message::Open(cfg.open_params(Kind::Send)))?;
+    let entries: Vec<FileEntry> = files.iter().map(|s| s.entry.clone()).collect();
+    session::send_manifest(&mut o.ctrl, &entries)?;
     let session = accepted(&mut o.ctrl)?;
     let held = engine::read_ranges(&mut o.ctrl, files.len())?;
     let sending = controls(cfg, session)?;
@@ -231,7 +236,7 @@ fn run_sender(
     let _ = sampler.join();
     let peer = r?;
     summary.peer_bytes = Some(peer);
-    summary.files = files.len();
+    summary.files = files.iter().filter(|s| !s.entry.is_dir()).count();
     summary.requeued_blocks = shared.requeued();
     Ok(summary)
 }
@@ -245,10 +250,9 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         )));
     }
     let mut o = open(cfg)?;
-    let mut params = cfg.params.clone();
-    params.kind = Kind::Get;
-    o.ctrl.send(&Message::Open(params))?;
-    let wanted = remote
+    o.ctrl
+        .send_or_reason(&Message::Open(cfg.open_params(Kind::Get)))?;
+    let wanted: Vec<FileEntry> = remote
         .iter()
         .map(|p| FileEntry {
             path: p.clone(),
@@ -257,22 +261,20 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
             mtime_ns: 0,
         })
         .collect();
-    o.ctrl.send(&Message::Manifest { files: wanted })?;
+    session::send_manifest(&mut o.ctrl, &wanted)?;
     let session = accepted(&mut o.ctrl)?;
-    let files = match o.ctrl.recv()? {
-        Message::Manifest { files } => files,
-        m => return Err(session::unexpected("the manifest", &m)),
-    };
+    let files = session::recv_manifest(&mut o.ctrl, ManifestLimits::default());
+    let files = o.ctrl.tell(files)?;
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
-    let resume = cfg.params.flags & FLAG_RESUME != 0;
-    let shared = o.ctrl.tell(RecvShared::new(
-        local,
-        &files,
-        resume,
+    let opts = RecvOptions::new(
+        cfg.params.flags & FLAG_RESUME != 0,
         cfg.params.block_size,
-        tel.clone(),
-    ))?;
+        Claims::new(),
+    );
+    let shared = o
+        .ctrl
+        .tell(RecvShared::new(local, &files, &opts, tel.clone()))?;
     engine::send_held(&mut o.ctrl, &shared)?;
     let sampler = tel.spawn_sampler(cfg.interval);
     let life = Life::default();
@@ -289,6 +291,6 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     let _ = sampler.join();
     let peer = res?;
     summary.peer_bytes = Some(peer);
-    summary.files = files.len();
+    summary.files = files.iter().filter(|f| !f.is_dir()).count();
     Ok(summary)
 }

@@ -2,6 +2,7 @@
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use braid_wire::{decode, encode, Message, MAX_FRAME};
 
@@ -18,7 +19,15 @@ pub struct FrameReader {
     reader: BufReader<TcpStream>,
     frame: Vec<u8>,
     pub peer: String,
+    /// The largest frame accepted: small until the peer has authenticated.
+    limit: u32,
+    /// Reads fail once this passes (the whole handshake, not each read).
+    deadline: Option<Instant>,
 }
+
+/// A frame buffer grows by at most this much ahead of the bytes that came:
+/// a header announcing 16 MiB costs 16 MiB only once they have arrived.
+const GROW: usize = 1 << 20;
 
 /// The sending half of a connection.
 pub struct FrameWriter {
@@ -39,6 +48,8 @@ impl Conn {
                 reader: BufReader::with_capacity(256 * 1024, stream),
                 frame: Vec::new(),
                 peer: peer.clone(),
+                limit: MAX_FRAME,
+                deadline: None,
             },
             w: FrameWriter {
                 writer,
@@ -67,6 +78,23 @@ impl Conn {
     /// Tells the peer why we stop; best effort, the connection may be gone.
     pub fn send_error(&mut self, e: &Error) {
         self.w.send_error(e)
+    }
+
+    /// Sends `m`; if the peer has closed the connection, what it said before
+    /// closing (its `Error` frame) is the error rather than a broken pipe.
+    pub fn send_or_reason(&mut self, m: &Message) -> Result<()> {
+        match self.w.send(m) {
+            Err(e @ Error::Connect { .. }) => {
+                let _ = self.stream().set_read_timeout(Some(Duration::from_secs(2)));
+                let reason = match self.r.recv_opt() {
+                    Ok(Some(Message::Error { code, message })) => Error::Remote { code, message },
+                    _ => e,
+                };
+                let _ = self.stream().set_read_timeout(None);
+                Err(reason)
+            }
+            r => r,
+        }
     }
 
     /// Passes `r` through, telling the peer first if it is an error.
@@ -177,10 +205,78 @@ impl FrameReader {
         self.reader.get_ref()
     }
 
+    /// Whether a message has begun to arrive within `timeout`.
+    pub fn wait_readable(&self, timeout: Duration) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return true;
+        }
+        let mut p = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(self.reader.get_ref()),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) > 0 }
+    }
+
+    /// Frames above `limit` bytes are refused before any is read; an
+    /// unauthenticated peer gets a small one.
+    pub fn set_limit(&mut self, limit: u32) {
+        self.limit = limit.min(MAX_FRAME);
+    }
+
+    /// Every read fails once `deadline` passes: a peer sending a byte now and
+    /// then cannot hold a handshake open. `None`: no deadline.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+        if deadline.is_none() {
+            let _ = self.reader.get_ref().set_read_timeout(None);
+        }
+    }
+
+    /// One read, bounded by the deadline if there is one.
+    fn read_some_timed(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(d) = self.deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            self.reader.get_ref().set_read_timeout(Some(left))?;
+        }
+        self.reader.read(buf)
+    }
+
+    /// Fills `buf` unless the stream ends first; returns how much came.
+    fn fill(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut at = 0;
+        while at < buf.len() {
+            match self.read_some_timed(&mut buf[at..]) {
+                Ok(0) => break,
+                Ok(n) => at += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(at)
+    }
+
+    fn read_error(&self, e: io::Error) -> Error {
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::connect(
+                format!("waiting for {}", self.peer),
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "nothing arrived within the time allowed",
+                ),
+            ),
+            _ => Error::connect(format!("receiving from {}", self.peer), e),
+        }
+    }
+
     /// The next message; a clean end of stream is `Ok(None)`.
     pub fn recv_opt(&mut self) -> Result<Option<Message>> {
         let mut len = [0u8; 4];
-        match read_full(&mut self.reader, &mut len) {
+        match self.fill(&mut len) {
             Ok(0) => return Ok(None),
             Ok(4) => {}
             Ok(_) => {
@@ -189,7 +285,7 @@ impl FrameReader {
                     self.peer
                 )))
             }
-            Err(e) => return Err(Error::connect(format!("receiving from {}", self.peer), e)),
+            Err(e) => return Err(self.read_error(e)),
         }
         let n = u32::from_be_bytes(len);
         if n == 0 || n > MAX_FRAME {
@@ -198,19 +294,36 @@ impl FrameReader {
                 self.peer
             )));
         }
-        self.frame.clear();
-        self.frame.extend_from_slice(&len);
-        self.frame.resize(4 + n as usize, 0);
-        self.reader
-            .read_exact(&mut self.frame[4..])
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::UnexpectedEof => Error::Protocol(format!(
-                    "{} closed the connection inside a frame",
-                    self.peer
-                )),
-                _ => Error::connect(format!("receiving from {}", self.peer), e),
-            })?;
-        match decode(&self.frame) {
+        if n > self.limit {
+            return Err(Error::Protocol(format!(
+                "{} announced a frame of {n} bytes where at most {} are allowed",
+                self.peer, self.limit
+            )));
+        }
+        let total = 4 + n as usize;
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.clear();
+        frame.extend_from_slice(&len);
+        while frame.len() < total {
+            let at = frame.len();
+            frame.resize(at + (total - at).min(GROW), 0);
+            match self.fill(&mut frame[at..]) {
+                Ok(k) if at + k == frame.len() => {}
+                Ok(_) => {
+                    return Err(Error::Protocol(format!(
+                        "{} closed the connection inside a frame",
+                        self.peer
+                    )))
+                }
+                Err(e) => return Err(self.read_error(e)),
+            }
+        }
+        let decoded = decode(&frame);
+        if frame.capacity() > 4 * GROW {
+            frame = Vec::new();
+        }
+        self.frame = frame;
+        match decoded {
             Ok(Some((m, _))) => Ok(Some(m)),
             Ok(None) => unreachable!("a whole frame was read"),
             Err(e) => Err(Error::Protocol(format!("from {}: {e}", self.peer))),
@@ -241,19 +354,6 @@ impl FrameReader {
     pub fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.reader.read(buf)
     }
-}
-
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut at = 0;
-    while at < buf.len() {
-        match r.read(&mut buf[at..]) {
-            Ok(0) => break,
-            Ok(n) => at += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(at)
 }
 
 /// Aborts a TCP connection with a reset, whoever else holds its descriptor:
@@ -328,6 +428,47 @@ mod tests {
         }
         t.join().unwrap();
         assert!(c.recv_opt().unwrap().is_none());
+    }
+
+    #[test]
+    fn before_authenticating_frames_are_small_and_the_handshake_has_a_deadline() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            // A header announcing 16 MiB, and nothing behind it.
+            s.write_all(&[1, 0, 0, 0, 1]).unwrap();
+            let mut s2 = TcpStream::connect(addr).unwrap();
+            // One byte now and then: each read in time, the whole too slow.
+            for _ in 0..6 {
+                if s2.write_all(&[0]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            drop(s);
+        });
+        let mut c = Conn::new(l.accept().unwrap().0).unwrap();
+        c.r.set_limit(1024);
+        let e = c.recv().unwrap_err();
+        assert!(e.to_string().contains("at most 1024"), "{e}");
+        assert_eq!(c.r.frame.capacity(), 0, "nothing allocated for the frame");
+        let mut c2 = Conn::new(l.accept().unwrap().0).unwrap();
+        c2.r.set_deadline(Some(Instant::now() + Duration::from_millis(250)));
+        let started = Instant::now();
+        let e = c2.recv().unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_millis(450),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            e.to_string()
+                .contains("nothing arrived within the time allowed"),
+            "{e}"
+        );
+        assert_eq!(e.to_wire().0, crate::error::Code::Timeout as u16);
+        t.join().unwrap();
     }
 
     #[test]

@@ -329,10 +329,12 @@ pub fn drive_sender(
     });
     let finisher = send::spawn_finisher(sources.to_vec(), Arc::clone(shared), events_tx);
     let n = sources.len();
+    // A directory has no data and no hash: the receiver makes it before any block.
+    let dirs: Vec<bool> = sources.iter().map(|s| s.entry.is_dir()).collect();
     let mut acked = vec![false; n];
     let mut hashes: Vec<Option<[u8; 32]>> = vec![None; n];
-    let mut announced = vec![false; n];
-    let mut verified = 0;
+    let mut announced = dirs.clone();
+    let mut verified = dirs.iter().filter(|d| **d).count();
     let fail = |w: &mut FrameWriter, e: Error| -> Result<u64> {
         w.send_error(&e);
         abort.stop();
@@ -346,7 +348,12 @@ pub fn drive_sender(
             Ok(ev) => ev,
             Err(RecvTimeoutError::Timeout) => {
                 if let Some(e) = abort.take() {
-                    return fail(&mut w, e);
+                    // Streams failing is often the peer stopping: its own word
+                    // on the control connection says more than the streams can.
+                    return match peer_reason(&events) {
+                        Some(remote) => Err(remote),
+                        None => fail(&mut w, e),
+                    };
                 }
                 continue;
             }
@@ -355,6 +362,7 @@ pub fn drive_sender(
             }
         };
         let f = match ev {
+            Event::Acked(f) if dirs[f as usize] => continue,
             Event::Acked(f) => {
                 acked[f as usize] = true;
                 let _ = finisher.send(f);
@@ -432,8 +440,17 @@ pub fn drive_sender(
     }
 }
 
-/// The receiving end's control loop: checks and publishes each file the
-/// sender announces, journals progress every second, and answers `Close`.
+/// Verified files wait this long at most for others to share their
+/// filesystem sync, and this many make a batch on their own.
+const PUBLISH_WAIT: Duration = Duration::from_millis(200);
+const PUBLISH_BATCH: usize = 4096;
+/// A batch closes when the sender has said nothing more for this long.
+const PUBLISH_QUIET: Duration = Duration::from_millis(20);
+
+/// The receiving end's control loop: checks each file the sender announces
+/// and publishes them in batches (one filesystem sync for many files),
+/// journals progress every second, and answers `Close`. Whatever ends the
+/// session, the sender hears why.
 pub fn drive_receiver(
     mut r: crate::conn::FrameReader,
     w: &Mutex<FrameWriter>,
@@ -459,6 +476,7 @@ pub fn drive_receiver(
                 if last.elapsed() >= Duration::from_secs(1) {
                     last = Instant::now();
                     if let Err(e) = shared.sync_journals() {
+                        w.lock().unwrap().send_error(&e);
                         abort.fail(e);
                         shut_all(&shared.tel);
                         return;
@@ -466,28 +484,42 @@ pub fn drive_receiver(
                 }
             }
         });
+        let publish = || -> Result<()> {
+            for (file, hash) in shared.publish()? {
+                w.lock().unwrap().send(&Message::Verify { file, hash })?;
+            }
+            Ok(())
+        };
+        let mut batch_start = None::<Instant>;
         let result = (|| loop {
+            if let Some(t) = batch_start {
+                let left = PUBLISH_WAIT.saturating_sub(t.elapsed());
+                if left.is_zero() || !r.wait_readable(left.min(PUBLISH_QUIET)) {
+                    publish()?;
+                    batch_start = None;
+                }
+            }
             let m = match r.recv() {
                 Ok(m) => m,
                 Err(e) => return Err(abort.take().unwrap_or(e)),
             };
             match m {
-                Message::Verify { file, hash } => match shared.verify(file, &hash) {
-                    Ok(ours) => w
-                        .lock()
-                        .unwrap()
-                        .send(&Message::Verify { file, hash: ours })?,
-                    Err(e) => {
-                        w.lock().unwrap().send_error(&e);
-                        return Err(e);
+                Message::Verify { file, hash } => {
+                    shared.verify(file, &hash)?;
+                    batch_start.get_or_insert_with(Instant::now);
+                    if shared.pending() >= PUBLISH_BATCH {
+                        publish()?;
+                        batch_start = None;
                     }
-                },
+                }
                 Message::Close { .. } => {
+                    publish()?;
                     if !shared.all_published() {
                         return Err(Error::Protocol(
                             "the sender closed before every file was verified".into(),
                         ));
                     }
+                    shared.finish()?;
                     done.store(true, Ordering::SeqCst);
                     let got = shared.tel.total();
                     w.lock().unwrap().send(&Message::Close { bytes: got })?;
@@ -499,21 +531,36 @@ pub fn drive_receiver(
         stop.store(true, Ordering::SeqCst);
         result
     });
-    if result.is_err() {
+    if let Err(e) = &result {
+        // Best effort: the peer may have gone, or have said why itself.
+        if !matches!(e, Error::Remote { .. } | Error::Connect { .. }) {
+            w.lock().unwrap().send_error(e);
+        }
         abort.stop();
         shut_all(&shared.tel);
         // Whatever is on disk stays useful for --resume, unless the data is bad.
-        match &result {
-            Err(Error::Verify(_)) => shared.discard_all(),
-            Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOSPC) => {
+        match e {
+            Error::Verify(_) => shared.discard_all(),
+            Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
                 shared.discard_all()
             }
-            _ => {
-                let _ = shared.sync_journals();
-            }
+            _ => shared.keep_for_resume(),
         }
     }
     result
+}
+
+/// An error the peer sent on the control connection within a second, if any.
+fn peer_reason(events: &Receiver<Event>) -> Option<Error> {
+    let end = Instant::now() + Duration::from_secs(1);
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        match events.recv_timeout(left) {
+            Ok(Event::Control(Err(e @ Error::Remote { .. }))) => return Some(e),
+            Ok(Event::Control(Err(_))) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+    None
 }
 
 /// Reads the receiver's `Ranges`, one per file of the manifest.

@@ -2,6 +2,8 @@
 
 use std::io;
 
+pub use braid_wire::Code;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Bad arguments or a request the engine refuses before any I/O.
@@ -27,9 +29,14 @@ pub enum Error {
     /// The peer sent something the protocol does not allow.
     #[error("protocol error: {0}")]
     Protocol(String),
-    /// The peer reported an error.
-    #[error("the peer refused: {message} (code {code})")]
+    /// The peer reported an error: it refused, or it stopped or was full.
+    #[error("{} {message} (code {code})", remote_prefix(*code))]
     Remote { code: u16, message: String },
+    /// This end refuses what the peer asked (a path it does not write, a
+    /// file another session is writing, no space, one of its limits); the
+    /// peer hears `code` and the message as they are.
+    #[error("{message}")]
+    Refused { code: Code, message: String },
     /// A checksum or whole-file hash did not match.
     #[error("verification failed: {0}")]
     Verify(String),
@@ -40,6 +47,13 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+fn remote_prefix(code: u16) -> &'static str {
+    match Code::from_u16(code) {
+        Some(Code::Unavailable | Code::Timeout) => "the peer stopped:",
+        _ => "the peer refused:",
+    }
+}
+
 /// Exit codes of `braid send|get|bench|serve`, documented in README.
 pub mod exit {
     pub const USAGE: u8 = 2;
@@ -49,20 +63,11 @@ pub mod exit {
     pub const PROTOCOL: u8 = 6;
     pub const REMOTE: u8 = 7;
     pub const VERIFY: u8 = 8;
+    /// This end refused the request (a local path it does not write, a
+    /// file in use, no space for the files, one of its limits).
+    pub const REFUSED: u8 = 9;
     /// 128 + SIGINT, as shells report a Ctrl-C.
     pub const INTERRUPTED: u8 = 130;
-}
-
-/// Codes carried in `Error` frames.
-pub mod code {
-    pub const BAD_REQUEST: u16 = 400;
-    pub const AUTH: u16 = 401;
-    pub const FORBIDDEN_PATH: u16 = 403;
-    pub const NOT_FOUND: u16 = 404;
-    pub const VERSION: u16 = 426;
-    pub const IO: u16 = 500;
-    pub const VERIFY: u16 = 502;
-    pub const NO_SPACE: u16 = 507;
 }
 
 impl Error {
@@ -80,6 +85,13 @@ impl Error {
         }
     }
 
+    pub fn refused(code: Code, message: impl Into<String>) -> Self {
+        Error::Refused {
+            code,
+            message: message.into(),
+        }
+    }
+
     /// Nothing listens at the address: the case where starting the far end over ssh helps.
     pub fn is_refused(&self) -> bool {
         matches!(self, Error::Connect { source, .. } if source.kind() == io::ErrorKind::ConnectionRefused)
@@ -92,27 +104,90 @@ impl Error {
             Error::Connect { .. } => exit::CONNECT,
             Error::Auth(_) => exit::AUTH,
             Error::Protocol(_) => exit::PROTOCOL,
-            Error::Remote { code, .. } if *code == code::AUTH => exit::AUTH,
-            Error::Remote { code, .. } if *code == code::VERIFY => exit::VERIFY,
-            Error::Remote { .. } => exit::REMOTE,
+            Error::Remote { code, .. } => match Code::from_u16(*code) {
+                Some(Code::Auth) => exit::AUTH,
+                Some(Code::Verify) => exit::VERIFY,
+                // The peer went away (Ctrl-C there, a full server, a timeout):
+                // as for a dropped connection, --resume moves the rest.
+                Some(Code::Unavailable | Code::Timeout) => exit::CONNECT,
+                _ => exit::REMOTE,
+            },
+            Error::Refused { .. } => exit::REFUSED,
             Error::Verify(_) => exit::VERIFY,
             Error::Interrupted => exit::INTERRUPTED,
         }
     }
 
-    /// The code and text to tell the peer.
+    /// The code and text to tell the peer: what this end says in its own
+    /// words, a peer's error passed on as that peer put it.
     pub fn to_wire(&self) -> (u16, String) {
         let c = match self {
-            Error::Usage(_) | Error::Protocol(_) => code::BAD_REQUEST,
-            Error::Auth(_) => code::AUTH,
-            Error::Verify(_) => code::VERIFY,
+            Error::Usage(_) | Error::Protocol(_) => Code::BadRequest,
+            Error::Auth(_) => Code::Auth,
+            Error::Verify(_) => Code::Verify,
             Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
-                code::NO_SPACE
+                Code::NoSpace
             }
-            Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => code::NOT_FOUND,
-            Error::Remote { code, .. } => *code,
-            _ => code::IO,
+            Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => Code::NotFound,
+            Error::Connect { source, .. }
+                if matches!(
+                    source.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Code::Timeout
+            }
+            Error::Remote { code, message } => return (*code, message.clone()),
+            Error::Refused { code, message } => return (*code as u16, message.clone()),
+            Error::Interrupted => {
+                return (
+                    Code::Unavailable as u16,
+                    "interrupted (Ctrl-C or SIGTERM); what arrived is kept: the same command \
+                     with --resume moves the rest"
+                        .into(),
+                )
+            }
+            _ => Code::Io,
         };
-        (c, self.to_string())
+        (c as u16, self.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_crosses_once_with_its_code_and_no_prefix_doubled() {
+        let here = Error::refused(Code::ForbiddenPath, "refusing \"../x\": it leaves the root");
+        assert_eq!(here.exit_code(), exit::REFUSED);
+        let (code, message) = here.to_wire();
+        let there = Error::Remote { code, message };
+        assert_eq!(
+            there.to_string(),
+            "the peer refused: refusing \"../x\": it leaves the root (code 403)"
+        );
+        assert_eq!(there.exit_code(), exit::REMOTE);
+        // Passed on again (a far end started over ssh), it is not wrapped twice.
+        let (c2, m2) = there.to_wire();
+        assert_eq!((c2, m2.matches("code").count()), (403, 0));
+    }
+
+    #[test]
+    fn a_stopped_or_full_peer_is_a_lost_connection_not_a_refusal() {
+        let (code, message) = Error::Interrupted.to_wire();
+        let e = Error::Remote { code, message };
+        assert!(
+            e.to_string().starts_with("the peer stopped: interrupted"),
+            "{e}"
+        );
+        assert_eq!(e.exit_code(), exit::CONNECT);
+        let idle = Error::connect(
+            "receiving from 10.0.0.1:5000",
+            io::Error::from(io::ErrorKind::WouldBlock),
+        );
+        assert_eq!(idle.to_wire().0, Code::Timeout as u16);
+        let nospace = Error::io("writing f", io::Error::from_raw_os_error(libc::ENOSPC));
+        assert_eq!(nospace.to_wire().0, Code::NoSpace as u16);
     }
 }

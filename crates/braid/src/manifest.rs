@@ -4,9 +4,9 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use braid_wire::FileEntry;
+use braid_wire::{FileEntry, MODE_DIR};
 
-use crate::error::{code, Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::pathsafe;
 
 /// A file to send: its manifest entry and where it is here.
@@ -18,8 +18,11 @@ pub struct Source {
 
 /// Lists `sources` (files and directories, recursively) with manifest paths
 /// under `prefix` ("" for none): a file keeps its name, a directory its name
-/// and everything below it. Symbolic links below a directory are skipped
-/// (and reported), so a tree cannot smuggle in what it points to.
+/// and everything below it, itself included as an entry (so an empty one
+/// arrives too). Symbolic links below a directory are skipped (and
+/// reported), so a tree cannot smuggle in what it points to; so is braid's
+/// own staging directory. Every file is opened once here, so one that
+/// cannot be read is an error before any data moves.
 pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<String>)> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
@@ -30,10 +33,19 @@ pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<Strin
             .file_name()
             .and_then(|n| n.to_str())
             .ok_or_else(|| Error::Usage(format!("{} has no usable file name", src.display())))?;
+        if pathsafe::is_internal(name) {
+            return Err(Error::Usage(format!(
+                "{} is braid's staging directory (an unfinished transfer's part files); \
+                 it is not sent",
+                src.display()
+            )));
+        }
         let top = join(prefix, name);
         if meta.is_dir() {
+            out.push(source(src, &top, &meta));
             walk(src, &top, &mut out, &mut skipped)?;
         } else if meta.is_file() {
+            readable(src)?;
             out.push(source(src, &top, &meta));
         } else {
             return Err(Error::Usage(format!(
@@ -72,15 +84,22 @@ fn join(prefix: &str, name: &str) -> String {
 }
 
 fn source(local: &Path, path: &str, meta: &fs::Metadata) -> Source {
+    let dir = meta.is_dir();
     Source {
         entry: FileEntry {
             path: path.to_owned(),
-            size: meta.len(),
-            mode: meta.permissions().mode() & 0o7777,
+            size: if dir { 0 } else { meta.len() },
+            mode: (meta.permissions().mode() & 0o7777) | if dir { MODE_DIR } else { 0 },
             mtime_ns: mtime_ns(meta),
         },
         local: local.to_owned(),
     }
+}
+
+fn readable(p: &Path) -> Result<()> {
+    fs::File::open(p)
+        .map(drop)
+        .map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
 }
 
 /// A file's modification time in nanoseconds since the epoch, as manifests carry it.
@@ -116,17 +135,21 @@ fn walk(dir: &Path, path: &str, out: &mut Vec<Source>, skipped: &mut Vec<String>
             skipped.push(format!("{}: not UTF-8", local.display()));
             continue;
         };
-        if pathsafe::is_internal(&name) {
-            continue;
-        }
         let meta = fs::symlink_metadata(&local)
             .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
         let p = join(path, &name);
         if meta.file_type().is_symlink() {
             skipped.push(format!("{}: a symbolic link", local.display()));
+        } else if pathsafe::is_internal(&name) {
+            skipped.push(format!(
+                "{}: braid's staging directory (part files of an unfinished transfer)",
+                local.display()
+            ));
         } else if meta.is_dir() {
+            out.push(source(&local, &p, &meta));
             walk(&local, &p, out, skipped)?;
         } else if meta.is_file() {
+            readable(&local)?;
             out.push(source(&local, &p, &meta));
         } else {
             skipped.push(format!("{}: not a regular file", local.display()));
@@ -136,20 +159,26 @@ fn walk(dir: &Path, path: &str, out: &mut Vec<Source>, skipped: &mut Vec<String>
 }
 
 /// Server side of `get`: resolves requested paths below `root`, refusing
-/// anything that would leave it, symbolic links on the way included.
+/// anything that would leave it, symbolic links on the way included. `.`
+/// (or an empty path) is the root itself: its contents, named as below it.
 pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>> {
     let mut locals = Vec::new();
+    let mut out = Vec::new();
     for r in requested {
+        if r.is_empty() || r == "." {
+            let mut skipped = Vec::new();
+            walk(root, "", &mut out, &mut skipped)?;
+            continue;
+        }
         let parts =
             pathsafe::components(r).map_err(|e| forbidden(format!("refusing {r:?}: {e}")))?;
         let mut at = root.to_path_buf();
         for p in &parts {
             at.push(p);
             let meta = fs::symlink_metadata(&at).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => Error::Remote {
-                    code: code::NOT_FOUND,
-                    message: format!("{r} does not exist"),
-                },
+                std::io::ErrorKind::NotFound => {
+                    Error::refused(Code::NotFound, format!("{r} does not exist"))
+                }
                 _ => Error::io(format!("reading {}", at.display()), e),
             })?;
             if meta.file_type().is_symlink() {
@@ -160,14 +189,19 @@ pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>>
         }
         locals.push(at);
     }
-    Ok(list(&locals, "")?.0)
+    out.extend(list(&locals, "")?.0);
+    let mut seen = std::collections::HashSet::new();
+    if let Some(s) = out.iter().find(|s| !seen.insert(&s.entry.path)) {
+        return Err(Error::refused(
+            Code::BadRequest,
+            format!("{} is asked for twice", s.entry.path),
+        ));
+    }
+    Ok(out)
 }
 
 fn forbidden(message: String) -> Error {
-    Error::Remote {
-        code: code::FORBIDDEN_PATH,
-        message,
-    }
+    Error::refused(Code::ForbiddenPath, message)
 }
 
 #[cfg(test)]
@@ -191,13 +225,57 @@ mod tests {
         assert_eq!(
             paths,
             vec![
+                ("dest/tree", 0),
                 ("dest/tree/a.txt", 2),
+                ("dest/tree/b", 0),
+                ("dest/tree/b/c", 0),
                 ("dest/tree/b/c/z", 0),
                 ("dest/tree/b/y", 3)
             ]
         );
+        let dirs: Vec<bool> = files.iter().map(|s| s.entry.is_dir()).collect();
+        assert_eq!(dirs, [true, false, true, true, false, false]);
         assert_eq!(skipped.len(), 1);
         assert!(skipped[0].contains("symbolic link"));
+    }
+
+    #[test]
+    fn names_braid_once_skipped_are_sent_and_its_staging_directory_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path().join("t");
+        fs::create_dir_all(top.join(".braid-partial")).unwrap();
+        fs::create_dir_all(top.join("empty")).unwrap();
+        for n in ["a.braid-part", ".b.braid-journal", ".c.tmp"] {
+            fs::write(top.join(n), b"x").unwrap();
+        }
+        let (files, skipped) = list(std::slice::from_ref(&top), "").unwrap();
+        let paths: Vec<&str> = files.iter().map(|s| s.entry.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "t",
+                "t/.b.braid-journal",
+                "t/.c.tmp",
+                "t/a.braid-part",
+                "t/empty"
+            ]
+        );
+        assert_eq!(skipped.len(), 1);
+        assert!(skipped[0].contains("staging directory"), "{skipped:?}");
+    }
+
+    #[test]
+    fn an_unreadable_file_is_an_error_before_anything_moves() {
+        if unsafe { libc::geteuid() } == 0 {
+            // root reads anything; the system tests cover this as a user.
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("locked");
+        fs::write(&f, b"x").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o000)).unwrap();
+        let e = list(&[f], "").unwrap_err();
+        assert!(e.to_string().contains("cannot read"), "{e}");
     }
 
     #[test]
@@ -214,13 +292,23 @@ mod tests {
                 .path,
             "f"
         );
+        let all: Vec<String> = resolve_request(&root, &[".".into()])
+            .unwrap()
+            .into_iter()
+            .map(|s| s.entry.path)
+            .collect();
+        assert_eq!(
+            all,
+            ["pub", "pub/f"],
+            "the link is left out, the root is the top"
+        );
         for bad in ["../secret", "/etc/passwd", "pub/escape"] {
             let e = resolve_request(&root, &[bad.into()]).unwrap_err();
             assert!(
                 matches!(
                     e,
-                    Error::Remote {
-                        code: code::FORBIDDEN_PATH,
+                    Error::Refused {
+                        code: Code::ForbiddenPath,
                         ..
                     }
                 ),
@@ -229,8 +317,8 @@ mod tests {
         }
         assert!(matches!(
             resolve_request(&root, &["nope".into()]),
-            Err(Error::Remote {
-                code: code::NOT_FOUND,
+            Err(Error::Refused {
+                code: Code::NotFound,
                 ..
             })
         ));

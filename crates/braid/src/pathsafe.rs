@@ -26,10 +26,12 @@ pub fn components(path: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-/// Whether a path is one braid itself writes while receiving (temporary
-/// files and journals), which a manifest may not name.
+/// The one name braid keeps for itself: the staging directory it receives
+/// into (part files and journals), which a manifest may not name.
+pub const STAGING_DIR: &str = ".braid-partial";
+
 pub fn is_internal(name: &str) -> bool {
-    name.ends_with(crate::receive::PART_SUFFIX) || name.ends_with(crate::receive::JOURNAL_SUFFIX)
+    name == STAGING_DIR
 }
 
 #[cfg(test)]

@@ -16,6 +16,16 @@ pub struct StreamControl {
     pub settings: SocketSettings,
 }
 
+/// The mode as reports name it: `parallel-9`, `combined-4`, `single`.
+pub fn mode_name(p: &SessionParams) -> String {
+    match p.mode {
+        Mode::Single => "single".into(),
+        Mode::Parallel => format!("parallel-{}", p.streams),
+        Mode::Combined => format!("combined-{}", p.streams),
+        Mode::Tcpp => format!("tcpp-{}", p.streams),
+    }
+}
+
 /// Checks what a client asks for; the message names the bad field.
 pub fn check(p: &SessionParams) -> Result<(), String> {
     if p.streams == 0 || p.streams > MAX_STREAMS {
@@ -108,6 +118,7 @@ mod tests {
             duration_ms: 1000,
             block_size: 1 << 20,
             flags: 0,
+            limit_bps: 0,
         }
     }
 

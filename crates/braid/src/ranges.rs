@@ -28,6 +28,10 @@ impl RangeSet {
         self.v.splice(lo..hi, [(start, end)]);
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+
     /// Bytes covered.
     pub fn covered(&self) -> u64 {
         self.v.iter().map(|(a, b)| b - a).sum()

@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::net::Shutdown;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use braid_wire::Message;
 
 use crate::conn::Conn;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::manifest::Source;
 use crate::pacer::Pacer;
 use crate::ranges::RangeSet;
@@ -45,10 +46,17 @@ struct State {
     aborted: bool,
 }
 
+/// Source files open at once; past this a file is opened for each block, so
+/// a tree of any number of files stays within the descriptor limit.
+const OPEN_FILES: usize = 128;
+
 pub struct SendShared {
     st: Mutex<State>,
     cv: Condvar,
-    files: Vec<File>,
+    sources: Vec<Source>,
+    /// Each source, open from its first block until its hash is complete.
+    files: Vec<Mutex<Option<Arc<File>>>>,
+    open: AtomicUsize,
     sizes: Vec<u64>,
     /// Each file's BLAKE3 tree, filled by the workers as blocks go out.
     trees: Vec<Mutex<BlockTree>>,
@@ -76,13 +84,6 @@ impl SendShared {
         tel: Arc<Telemetry>,
         limit_bps: Option<u64>,
     ) -> Result<Arc<Self>> {
-        let files = sources
-            .iter()
-            .map(|s| {
-                File::open(&s.local)
-                    .map_err(|e| Error::io(format!("opening {}", s.local.display()), e))
-            })
-            .collect::<Result<Vec<_>>>()?;
         let plan: Vec<(u64, RangeSet)> = sources
             .iter()
             .zip(held)
@@ -102,7 +103,9 @@ impl SendShared {
                 aborted: false,
             }),
             cv: Condvar::new(),
-            files,
+            sources: sources.to_vec(),
+            files: sources.iter().map(|_| Mutex::new(None)).collect(),
+            open: AtomicUsize::new(0),
             sizes: sources.iter().map(|s| s.entry.size).collect(),
             trees: sources
                 .iter()
@@ -113,6 +116,42 @@ impl SendShared {
             tel,
             pacer: limit_bps.map(Pacer::new),
         }))
+    }
+
+    /// Source `f`, opened on first use and checked against what the manifest
+    /// said of it: a file replaced since it was listed is not sent.
+    fn file(&self, f: u32) -> Result<Arc<File>, String> {
+        let mut slot = self.files[f as usize].lock().unwrap();
+        if let Some(h) = &*slot {
+            return Ok(Arc::clone(h));
+        }
+        let s = &self.sources[f as usize];
+        let path = s.local.display();
+        let file = File::open(&s.local).map_err(|e| format!("opening {path}: {e}"))?;
+        let m = file
+            .metadata()
+            .map_err(|e| format!("reading {path}: {e}"))?;
+        if m.len() != s.entry.size || crate::manifest::mtime_ns(&m) != s.entry.mtime_ns {
+            return Err(format!(
+                "{path} changed since it was listed ({} bytes then, {} now); send it again",
+                s.entry.size,
+                m.len()
+            ));
+        }
+        let h = Arc::new(file);
+        if self.open.fetch_add(1, Ordering::Relaxed) < OPEN_FILES {
+            *slot = Some(Arc::clone(&h));
+        } else {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+        }
+        Ok(h)
+    }
+
+    /// Closes source `f` once nothing more is read from it.
+    fn close(&self, f: u32) {
+        if self.files[f as usize].lock().unwrap().take().is_some() {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// A new connection for `stream`: whatever the old one had in flight goes back.
@@ -224,14 +263,25 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
             }
             Next::Block(b) => {
                 let data = &mut buf[..b.len as usize];
-                if let Err(e) = shared.files[b.file as usize].read_exact_at(data, b.offset) {
-                    let _ = shared.events.send(Event::SourceFailed(
-                        b.file,
-                        format!("reading at {}: {e}", b.offset),
-                    ));
-                    shared.abort();
-                    break false;
-                }
+                let file = shared.file(b.file).and_then(|file| {
+                    file.read_exact_at(data, b.offset)
+                        .map(|_| file)
+                        .map_err(|e| {
+                            format!(
+                                "reading {} at {}: {e}",
+                                shared.sources[b.file as usize].local.display(),
+                                b.offset
+                            )
+                        })
+                });
+                let file = match file {
+                    Ok(f) => f,
+                    Err(why) => {
+                        let _ = shared.events.send(Event::SourceFailed(b.file, why));
+                        shared.abort();
+                        break false;
+                    }
+                };
                 let size = shared.sizes[b.file as usize];
                 if let Some(i) =
                     treehash::block_index(size, shared.block_size, b.offset, b.len as u64)
@@ -248,8 +298,7 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
                     len: b.len,
                     checksum: crc32c::crc32c(data),
                 };
-                let file = &shared.files[b.file as usize];
-                if let Err(e) = w.send_file_block(&header, file, b.offset, data.len()) {
+                if let Err(e) = w.send_file_block(&header, &file, b.offset, data.len()) {
                     shared.lost(stream, gen, e.to_string());
                     break false;
                 }
@@ -280,7 +329,9 @@ pub fn spawn_finisher(
     thread::spawn(move || {
         let mut buf = Vec::new();
         for f in rx {
-            let event = match finish(&sources[f as usize], &shared, f, &mut buf) {
+            let result = finish(&sources[f as usize], &shared, f, &mut buf);
+            shared.close(f);
+            let event = match result {
                 Ok(h) => Event::Hashed(f, h),
                 Err(why) => Event::SourceFailed(f, why),
             };
@@ -302,7 +353,8 @@ fn finish(
     let missing = shared.trees[f as usize].lock().unwrap().missing();
     for (i, offset, len) in missing {
         buf.resize(len, 0);
-        shared.files[f as usize]
+        shared
+            .file(f)?
             .read_exact_at(buf, offset)
             .map_err(|e| format!("hashing {path} at {offset}: {e}"))?;
         let value = treehash::hash_block(buf, offset, source.entry.size);

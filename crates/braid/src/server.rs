@@ -2,9 +2,11 @@
 //! share one port; a data connection names its session and proves it holds
 //! that session's key.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -13,16 +15,15 @@ use std::time::{Duration, Instant};
 use braid_wire::{auth, Kind, Message, SessionParams, FLAG_RESUME, FLAG_REVERSE};
 
 use crate::bench;
-use crate::client::mode_name;
 use crate::conn::Conn;
 use crate::engine::{self, Life, Notes, StreamEnd};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
-use crate::plan;
-use crate::receive::RecvShared;
+use crate::plan::{self, mode_name};
+use crate::receive::{self, claims::Claims, RecvOptions, RecvShared};
 use crate::send::SendShared;
-use crate::session::{self, SocketOptions, Token};
+use crate::session::{self, ManifestLimits, SocketOptions, Token};
 use crate::telemetry::{Output, Summary, Telemetry};
 
 #[derive(Clone)]
@@ -40,19 +41,117 @@ pub struct Config {
     /// With `once`: give up if no client has connected within this long.
     pub wait: Option<Duration>,
     pub limit_bps: Option<u64>,
+    pub limits: Limits,
 }
+
+/// What the server grants, so that no client, authenticated or not, can
+/// take its memory, its descriptors or its files from the others.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Connections open at once, control and data, authenticated or not.
+    pub connections: usize,
+    /// Connections that have not proven the token yet; a new one pushes
+    /// the oldest out, so a flood of them cannot lock clients out.
+    pub unauthenticated: usize,
+    /// From accept to a proven token (control) or an accepted attach (data).
+    pub handshake: Duration,
+    /// A session's manifest: entries and bytes.
+    pub manifest: ManifestLimits,
+    /// Blocks of one session's files (this end keeps hash state per block).
+    pub blocks: u64,
+    /// Leftovers of a transfer untouched this long are removed.
+    pub partial_ttl: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            connections: 512,
+            unauthenticated: 64,
+            handshake: Duration::from_secs(10),
+            manifest: ManifestLimits::default(),
+            blocks: receive::DEFAULT_MAX_BLOCKS,
+            partial_ttl: receive::DEFAULT_PARTIAL_TTL,
+        }
+    }
+}
+
+/// Before a peer proves the token, frames are at most this large (a Hello,
+/// a Proof and an Attach are under 60 bytes).
+const UNAUTHENTICATED_FRAME: u32 = 1024;
+/// Descriptors a connection holds (its socket and the writer's clone), and
+/// those kept back for files, the listener and the standard streams.
+const FDS_PER_CONNECTION: usize = 2;
+const FDS_KEPT: usize = 256;
 
 struct Entry {
     key: [u8; 32],
     streams: Sender<(u16, Conn)>,
+    /// The highest attach counter seen per stream: a lower or equal one is a replay.
+    counters: HashMap<u16, u64>,
 }
 
 type Registry = Arc<Mutex<HashMap<u64, Entry>>>;
+
+/// Connections still in their handshake, oldest first, each with a handle
+/// to close it when a newer one needs its place.
+#[derive(Default)]
+struct Pending {
+    next: u64,
+    queue: VecDeque<(u64, TcpStream)>,
+}
+
+/// What every connection's thread shares.
+struct Shared {
+    cfg: Config,
+    registry: Registry,
+    pending: Mutex<Pending>,
+    open: AtomicUsize,
+    claims: Arc<Claims>,
+    max_connections: usize,
+}
+
+impl Shared {
+    /// Leaves the handshake queue (authenticated, or gone).
+    fn settled(&self, id: u64) {
+        self.pending.lock().unwrap().queue.retain(|(i, _)| *i != id);
+    }
+}
+
+/// Counts a connection as open until dropped.
+struct OpenGuard<'a>(&'a AtomicUsize);
+
+impl Drop for OpenGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Binds the port; `run` then serves on it.
 pub struct Server {
     listener: TcpListener,
     cfg: Config,
+}
+
+/// Raises the soft descriptor limit to the hard one; returns the soft limit.
+fn raise_fd_limit() -> usize {
+    // SAFETY: get/setrlimit on a struct we own.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 1024;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                r.rlim_cur = r.rlim_max;
+            }
+        }
+        r.rlim_cur.min(1 << 20) as usize
+    }
 }
 
 impl Server {
@@ -76,17 +175,34 @@ impl Server {
 
     /// Serves until killed, or with `once` until the first session ends (its result).
     pub fn run(self) -> Result<()> {
-        let registry: Registry = Arc::default();
-        let cfg = Arc::new(self.cfg);
+        let fds = raise_fd_limit();
+        let fit = fds.saturating_sub(FDS_KEPT) / FDS_PER_CONNECTION;
+        let max_connections = self.cfg.limits.connections.min(fit.max(8));
+        if max_connections < self.cfg.limits.connections && self.cfg.output != Output::Quiet {
+            eprintln!(
+                "braid serve: at most {max_connections} connections at once: the descriptor limit \
+                 is {fds} (ulimit -n)"
+            );
+        }
+        let shared = Arc::new(Shared {
+            cfg: self.cfg,
+            registry: Arc::default(),
+            pending: Mutex::default(),
+            open: AtomicUsize::new(0),
+            claims: Claims::new(),
+            max_connections,
+        });
         let (done_tx, done_rx) = mpsc::channel::<Result<()>>();
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let mut connected = false;
+        let mut accept_errors = (Instant::now(), 0u64);
         loop {
             if crate::engine::interrupted() {
                 // Sessions see the flag within 50 ms and journal what they received.
                 thread::sleep(Duration::from_millis(500));
                 return Err(Error::Interrupted);
             }
+            let cfg = &shared.cfg;
             if cfg.once {
                 if let Ok(r) = done_rx.try_recv() {
                     return r;
@@ -105,20 +221,53 @@ impl Server {
             if !readable(&self.listener, 100) {
                 continue;
             }
-            connected = true;
             let stream = match self.listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) => {
-                    eprintln!("braid serve: accept: {e}");
+                    // Out of descriptors or memory: the listener stays readable, so
+                    // wait rather than spin, and say so once a second, not per try.
+                    accept_errors.1 += 1;
+                    if accept_errors.0.elapsed() >= Duration::from_secs(1) {
+                        if cfg.output != Output::Quiet {
+                            eprintln!(
+                                "braid serve: accept: {e} ({} times in the last second)",
+                                accept_errors.1
+                            );
+                        }
+                        accept_errors = (Instant::now(), 0);
+                    }
+                    thread::sleep(Duration::from_millis(50));
                     continue;
                 }
             };
-            let (registry, cfg, done_tx) =
-                (Arc::clone(&registry), Arc::clone(&cfg), done_tx.clone());
+            connected = true;
+            if shared.open.load(Ordering::SeqCst) >= shared.max_connections {
+                refuse_full(stream, shared.max_connections);
+                continue;
+            }
+            shared.open.fetch_add(1, Ordering::SeqCst);
+            let id = {
+                let mut p = shared.pending.lock().unwrap();
+                p.next += 1;
+                let id = p.next;
+                if let Ok(handle) = stream.try_clone() {
+                    p.queue.push_back((id, handle));
+                }
+                while p.queue.len() > cfg.limits.unauthenticated {
+                    if let Some((_, oldest)) = p.queue.pop_front() {
+                        let _ = oldest.shutdown(std::net::Shutdown::Both);
+                    }
+                }
+                id
+            };
+            let (shared, done_tx) = (Arc::clone(&shared), done_tx.clone());
             thread::spawn(move || {
-                if let Some(result) = handle(stream, &cfg, &registry) {
+                let _open = OpenGuard(&shared.open);
+                let result = handle(stream, id, &shared);
+                shared.settled(id);
+                if let Some(result) = result {
                     if let Err(e) = &result {
-                        if cfg.output != Output::Quiet {
+                        if shared.cfg.output != Output::Quiet {
                             eprintln!("braid serve: session failed: {e}");
                         }
                     }
@@ -127,6 +276,22 @@ impl Server {
             });
         }
     }
+}
+
+/// Tells a connection over the limit why it is closed, without waiting on it.
+fn refuse_full(stream: TcpStream, max: usize) {
+    let _ = stream.set_nonblocking(true);
+    let mut out = Vec::new();
+    braid_wire::encode(
+        &Message::Error {
+            code: Code::Unavailable as u16,
+            message: format!(
+                "the server has {max} connections open, its limit (--max-connections); try again later"
+            ),
+        },
+        &mut out,
+    );
+    let _ = (&stream).write_all(&out);
 }
 
 /// Waits up to `ms` for a connection to accept.
@@ -141,37 +306,52 @@ fn readable(l: &TcpListener, ms: i32) -> bool {
 }
 
 /// One accepted connection. Returns a session's result for a control connection.
-fn handle(stream: TcpStream, cfg: &Config, registry: &Registry) -> Option<Result<()>> {
-    // A connection that says nothing is dropped, not kept forever.
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+fn handle(stream: TcpStream, id: u64, shared: &Shared) -> Option<Result<()>> {
+    let limits = &shared.cfg.limits;
     let mut conn = Conn::new(stream).ok()?;
+    conn.r.set_limit(UNAUTHENTICATED_FRAME);
+    conn.r.set_deadline(Some(Instant::now() + limits.handshake));
     match conn.recv_opt() {
         Ok(Some(Message::Hello { version, nonce })) => {
             let _ = conn.stream().set_nodelay(true);
-            Some(control(conn, version, nonce, cfg, registry))
+            Some(control(conn, version, nonce, id, shared))
         }
         Ok(Some(Message::Attach {
             session,
             stream,
+            counter,
             mac,
         })) => {
-            let entry = registry
-                .lock()
-                .unwrap()
-                .get(&session)
-                .map(|e| (e.key, e.streams.clone()));
-            match entry {
-                Some((key, tx))
-                    if auth::verify(&auth::attach_proof(&key, session, stream), &mac) =>
-                {
-                    let _ = conn.stream().set_read_timeout(None);
+            let accepted = {
+                let mut registry = shared.registry.lock().unwrap();
+                match registry.get_mut(&session) {
+                    Some(e)
+                        if auth::verify(
+                            &auth::attach_proof(&e.key, session, stream, counter),
+                            &mac,
+                        ) =>
+                    {
+                        let last = e.counters.entry(stream).or_insert(0);
+                        if counter > *last {
+                            *last = counter;
+                            Ok(e.streams.clone())
+                        } else {
+                            Err("an attach that was used already (a replay)")
+                        }
+                    }
+                    _ => Err("no such session, or a wrong session key"),
+                }
+            };
+            match accepted {
+                Ok(tx) => {
+                    shared.settled(id);
+                    conn.r.set_limit(braid_wire::MAX_FRAME);
+                    conn.r.set_deadline(None);
                     if conn.send(&Message::Accepted { session }).is_ok() {
                         let _ = tx.send((stream, conn));
                     }
                 }
-                _ => conn.send_error(&Error::Auth(
-                    "no such session, or a wrong session key".into(),
-                )),
+                Err(why) => conn.send_error(&Error::Auth(why.into())),
             }
             None
         }
@@ -187,28 +367,34 @@ fn handle(stream: TcpStream, cfg: &Config, registry: &Registry) -> Option<Result
     }
 }
 
-fn control(
-    mut conn: Conn,
-    version: u16,
-    nonce: [u8; 16],
-    cfg: &Config,
-    registry: &Registry,
-) -> Result<()> {
+fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shared) -> Result<()> {
+    let cfg = &shared.cfg;
     let key = session::server_handshake(&mut conn, &cfg.token, version, nonce)?;
-    let params = match conn.recv()? {
-        Message::Open(p) => p,
-        m => return Err(session::unexpected("the session's parameters", &m)),
+    shared.settled(id);
+    conn.r.set_limit(braid_wire::MAX_FRAME);
+    conn.r.set_deadline(None);
+    // An authenticated client that says nothing is dropped, not kept forever.
+    let _ = conn
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(30)));
+    let params = match conn.recv() {
+        Ok(Message::Open(p)) => p,
+        Ok(m) => return conn.tell(Err(session::unexpected("the session's parameters", &m))),
+        Err(e) => return conn.tell(Err(e)),
     };
     conn.tell(plan::check(&params).map_err(Error::Usage))?;
-    let _ = conn.stream().set_read_timeout(None);
     let session = u64::from_be_bytes(session::random()?);
     let (tx, rx) = mpsc::channel();
-    registry
-        .lock()
-        .unwrap()
-        .insert(session, Entry { key, streams: tx });
-    let result = run_session(conn, &params, session, rx, cfg);
-    registry.lock().unwrap().remove(&session);
+    shared.registry.lock().unwrap().insert(
+        session,
+        Entry {
+            key,
+            streams: tx,
+            counters: HashMap::new(),
+        },
+    );
+    let result = run_session(conn, &params, session, rx, shared);
+    shared.registry.lock().unwrap().remove(&session);
     match result {
         Ok(summary) => {
             report(cfg, &summary);
@@ -237,13 +423,24 @@ fn report(cfg: &Config, s: &Summary) {
     }
 }
 
+/// The lower of two optional rates.
+fn lower(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 fn run_session(
     mut conn: Conn,
     p: &SessionParams,
     session: u64,
     rx: mpsc::Receiver<(u16, Conn)>,
-    cfg: &Config,
+    shared: &Shared,
 ) -> Result<Summary> {
+    let cfg = &shared.cfg;
+    // Whichever of the two sets a rate limit, the sending server keeps to it.
+    let limit_bps = lower(cfg.limit_bps, (p.limit_bps > 0).then_some(p.limit_bps));
     let n = p.streams as usize;
     let tel = Telemetry::new(n, Output::Quiet);
     let life = Life::default();
@@ -283,7 +480,7 @@ fn run_session(
             conn.send(&Message::Accepted { session })?;
             let duration = Duration::from_millis(p.duration_ms as u64);
             let start = OnceLock::new();
-            let pacer = cfg.limit_bps.map(Pacer::new);
+            let pacer = limit_bps.map(Pacer::new);
             let work = |i: usize, c: Conn| {
                 if sending {
                     if let Err(e) = with_control(i, &c) {
@@ -319,19 +516,19 @@ fn run_session(
             })?
         }
         Kind::Send => {
-            let manifest = match conn.recv()? {
-                Message::Manifest { files } => files,
-                m => return Err(session::unexpected("the manifest", &m)),
+            let manifest = session::recv_manifest(&mut conn, cfg.limits.manifest);
+            let manifest = conn.tell(manifest)?;
+            files = manifest.iter().filter(|f| !f.is_dir()).count();
+            let opts = RecvOptions {
+                max_blocks: cfg.limits.blocks,
+                partial_ttl: cfg.limits.partial_ttl,
+                ..RecvOptions::new(
+                    p.flags & FLAG_RESUME != 0,
+                    p.block_size,
+                    Arc::clone(&shared.claims),
+                )
             };
-            files = manifest.len();
-            let resume = p.flags & FLAG_RESUME != 0;
-            let shared = conn.tell(RecvShared::new(
-                &cfg.root,
-                &manifest,
-                resume,
-                p.block_size,
-                tel.clone(),
-            ))?;
+            let shared = conn.tell(RecvShared::new(&cfg.root, &manifest, &opts, tel.clone()))?;
             conn.send(&Message::Accepted { session })?;
             engine::send_held(&mut conn, &shared)?;
             let Conn { r, w } = conn;
@@ -343,17 +540,29 @@ fn run_session(
             })?
         }
         Kind::Get => {
-            let wanted: Vec<String> = match conn.recv()? {
-                Message::Manifest { files } => files.into_iter().map(|f| f.path).collect(),
-                m => return Err(session::unexpected("the paths to get", &m)),
-            };
+            let wanted = session::recv_manifest(&mut conn, cfg.limits.manifest);
+            let wanted: Vec<String> = conn.tell(wanted)?.into_iter().map(|f| f.path).collect();
             let sources = conn.tell(manifest::resolve_request(&cfg.root, &wanted))?;
-            files = sources.len();
+            let blocks: u64 = sources
+                .iter()
+                .map(|s| s.entry.size.div_ceil(p.block_size as u64))
+                .sum();
+            if blocks > cfg.limits.blocks {
+                return conn.tell(Err(Error::refused(
+                    Code::TooLarge,
+                    format!(
+                        "{blocks} blocks would pass this server's limit of {} a session; \
+                         use a larger --block-size",
+                        cfg.limits.blocks
+                    ),
+                )));
+            }
+            files = sources.iter().filter(|s| !s.entry.is_dir()).count();
             conn.send(&Message::Accepted { session })?;
-            conn.send(&Message::Manifest {
-                files: sources.iter().map(|s| s.entry.clone()).collect(),
-            })?;
-            let held = engine::read_ranges(&mut conn, sources.len())?;
+            let entries: Vec<_> = sources.iter().map(|s| s.entry.clone()).collect();
+            session::send_manifest(&mut conn, &entries)?;
+            let held = engine::read_ranges(&mut conn, sources.len());
+            let held = conn.tell(held)?;
             let (tx, ev) = engine::events();
             let shared = SendShared::new(
                 &sources,
@@ -362,7 +571,7 @@ fn run_session(
                 n,
                 tx.clone(),
                 tel.clone(),
-                cfg.limit_bps,
+                limit_bps,
             )?;
             let send = engine::send_work(&shared);
             let work = |i: usize, c: Conn| match with_control(i, &c) {

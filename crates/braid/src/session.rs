@@ -7,11 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use braid_cc::{Controls, SocketSettings};
-use braid_wire::{auth, Message, VERSION};
+use braid_wire::{auth, FileEntry, Message, VERSION};
 use socket2::{Domain, Socket, Type};
 
 use crate::conn::Conn;
-use crate::error::{code, Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::plan::StreamControl;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -86,10 +86,9 @@ pub fn client_handshake(conn: &mut Conn, token: &Token) -> Result<[u8; 32]> {
             conn.r.peer
         ))),
         Ok(m) => Err(unexpected("a welcome", &m)),
-        Err(Error::Remote {
-            code: code::AUTH,
-            message,
-        }) => Err(Error::Auth(message)),
+        Err(Error::Remote { code, message }) if code == Code::Auth as u16 => {
+            Err(Error::Auth(message))
+        }
         Err(e) => Err(e),
     }
 }
@@ -106,7 +105,7 @@ pub fn server_handshake(
             "the client speaks protocol {version}, this server {VERSION}"
         ));
         conn.w.send(&Message::Error {
-            code: code::VERSION,
+            code: Code::Version as u16,
             message: e.to_string(),
         })?;
         return Err(e);
@@ -122,7 +121,7 @@ pub fn server_handshake(
         Message::Proof { .. } => {
             let e = Error::Auth(format!("{} presented a wrong token", conn.r.peer));
             conn.w.send(&Message::Error {
-                code: code::AUTH,
+                code: Code::Auth as u16,
                 message: "wrong token".into(),
             })?;
             return Err(e);
@@ -244,17 +243,109 @@ pub fn window_warning(window: usize) -> Option<String> {
     })
 }
 
-/// Client side: a data connection that joins session `session` as `stream`.
-pub fn attach(stream: TcpStream, session: u64, index: u16, key: &[u8; 32]) -> Result<Conn> {
+/// Client side: a data connection that joins session `session` as
+/// `stream`; `counter` is new for every attach of the session.
+pub fn attach(
+    stream: TcpStream,
+    session: u64,
+    index: u16,
+    counter: u64,
+    key: &[u8; 32],
+) -> Result<Conn> {
     let _ = stream.set_nodelay(false);
     let mut conn = Conn::new(stream).map_err(|e| Error::io("cloning a socket", e))?;
     conn.send(&Message::Attach {
         session,
         stream: index,
-        mac: auth::attach_proof(key, session, index),
+        counter,
+        mac: auth::attach_proof(key, session, index, counter),
     })?;
     match conn.recv()? {
         Message::Accepted { session: s } if s == session => Ok(conn),
         m => Err(unexpected("the stream's acceptance", &m)),
+    }
+}
+
+/// A manifest frame carries at most this many bytes of entries; more go in
+/// further frames.
+const MANIFEST_CHUNK: usize = 1 << 20;
+
+/// Sends `files` as one or more `Manifest` frames.
+pub fn send_manifest(conn: &mut Conn, files: &[FileEntry]) -> Result<()> {
+    let mut start = 0;
+    loop {
+        let (mut end, mut bytes) = (start, 0);
+        while end < files.len()
+            && (end == start || bytes + files[end].path.len() + 22 <= MANIFEST_CHUNK)
+        {
+            bytes += files[end].path.len() + 22;
+            end += 1;
+        }
+        conn.send_or_reason(&Message::Manifest {
+            files: files[start..end].to_vec(),
+            more: end < files.len(),
+        })?;
+        if end >= files.len() {
+            return Ok(());
+        }
+        start = end;
+    }
+}
+
+/// What a peer may list in one manifest.
+#[derive(Clone, Copy, Debug)]
+pub struct ManifestLimits {
+    pub files: usize,
+    /// Bytes of the entries (their paths and fixed fields) over all frames.
+    pub bytes: usize,
+}
+
+impl Default for ManifestLimits {
+    fn default() -> Self {
+        ManifestLimits {
+            files: 1_000_000,
+            bytes: 256 << 20,
+        }
+    }
+}
+
+/// Receives a manifest sent by [`send_manifest`], refusing one past `limits`.
+pub fn recv_manifest(conn: &mut Conn, limits: ManifestLimits) -> Result<Vec<FileEntry>> {
+    let mut files = Vec::new();
+    let mut bytes = 0usize;
+    loop {
+        match conn.recv()? {
+            Message::Manifest {
+                files: mut part,
+                more,
+            } => {
+                bytes += part.iter().map(|f| f.path.len() + 22).sum::<usize>();
+                files.append(&mut part);
+                if files.len() > limits.files {
+                    return Err(Error::refused(
+                        Code::TooLarge,
+                        format!(
+                            "the manifest lists more than {} files, this end's limit (--max-files); \
+                             send the tree in parts",
+                            limits.files
+                        ),
+                    ));
+                }
+                if bytes > limits.bytes {
+                    return Err(Error::refused(
+                        Code::TooLarge,
+                        format!(
+                            "the manifest passes {} bytes, this end's limit (--max-manifest); \
+                             send the tree in parts",
+                            limits.bytes
+                        ),
+                    ));
+                }
+                if !more {
+                    return Ok(files);
+                }
+            }
+            m => return Err(unexpected("the manifest", &m)),
+        }
     }
 }

@@ -63,10 +63,14 @@ pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
         Some(u) => format!("{u}@{host}"),
         None => host.to_owned(),
     };
+    // A trailing ':' names the top: `host:5420:` as `host:5420:.`.
+    let path = match path {
+        Some("") => Some("."),
+        None if with_path && s.ends_with(':') => Some("."),
+        p => p,
+    };
     match (with_path, path) {
-        (true, None) | (true, Some("")) => {
-            Err(format!("{s:?}: no path after the host (HOST[:PORT]:PATH)"))
-        }
+        (true, None) => Err(format!("{s:?}: no path after the host (HOST[:PORT]:PATH)")),
         (false, Some(p)) if !p.is_empty() => {
             Err(format!("{s:?}: a path where only HOST[:PORT] belongs"))
         }
@@ -111,6 +115,9 @@ mod tests {
             parse("10.0.0.1:.", true).unwrap(),
             r("10.0.0.1:5420", Some("."))
         );
+        // A trailing ':' is the top, as '.' is.
+        assert_eq!(parse("h:7000:", true).unwrap(), r("h:7000", Some(".")));
+        assert_eq!(parse("h:", true).unwrap(), r("h:5420", Some(".")));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use braid::client::{self, Config};
 use braid::conn::Conn;
-use braid::error::{code, Error};
+use braid::error::Error;
 use braid::server::{self, Server};
 use braid::session::{self, SocketOptions, Token};
 use braid::telemetry::Output;
@@ -24,6 +24,10 @@ fn serve(root: &Path) -> String {
 }
 
 fn serve_on(root: &Path, listen: &str) -> String {
+    serve_with(root, listen, server::Limits::default())
+}
+
+fn serve_with(root: &Path, listen: &str, limits: server::Limits) -> String {
     let srv = Server::bind(server::Config {
         listen: listen.parse().unwrap(),
         root: root.to_owned(),
@@ -34,6 +38,7 @@ fn serve_on(root: &Path, listen: &str) -> String {
         once: false,
         wait: None,
         limit_bps: None,
+        limits,
     })
     .unwrap();
     let addr = srv.local_addr().to_string();
@@ -56,6 +61,7 @@ fn params(kind: Kind, streams: u16) -> SessionParams {
         duration_ms: 500,
         block_size: 64 << 10,
         flags: 0,
+        limit_bps: 0,
     }
 }
 
@@ -183,15 +189,15 @@ fn send_then_get_a_tree_in_single_and_parallel_mode() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// Every file and directory below `d`.
 fn walkdir(d: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in fs::read_dir(d).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
-            out.extend(walkdir(&p))
-        } else {
-            out.push(p)
+            out.extend(walkdir(&p));
         }
+        out.push(p)
     }
     out
 }
@@ -205,7 +211,12 @@ fn resume_skips_published_files_and_moves_nothing_twice() {
     let addr = serve(&root);
     let mut p = params(Kind::Send, 2);
     p.flags = FLAG_RESUME;
-    let first = client::send(&config(&addr, p.clone(), TOKEN), std::slice::from_ref(&src), "").unwrap();
+    let first = client::send(
+        &config(&addr, p.clone(), TOKEN),
+        std::slice::from_ref(&src),
+        "",
+    )
+    .unwrap();
     assert_eq!(first.bytes, 2_000_000);
     let again = client::send(&config(&addr, p, TOKEN), std::slice::from_ref(&src), "").unwrap();
     assert_eq!(again.bytes, 0, "a verified file is not sent again");
@@ -294,13 +305,11 @@ fn paths_that_leave_the_root_are_refused() {
                 mode: 0o644,
                 mtime_ns: 0,
             }],
+            more: false,
         })
         .unwrap();
         match c.recv() {
-            Err(Error::Remote {
-                code: code::FORBIDDEN_PATH,
-                ..
-            }) => {}
+            Err(Error::Remote { code: 403, .. }) => {}
             other => panic!("{bad}: {other:?}"),
         }
     }
@@ -314,16 +323,7 @@ fn paths_that_leave_the_root_are_refused() {
             &back,
         )
         .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::Remote {
-                    code: code::FORBIDDEN_PATH,
-                    ..
-                }
-            ),
-            "{bad}: {e}"
-        );
+        assert!(matches!(e, Error::Remote { code: 403, .. }), "{bad}: {e}");
     }
     assert_eq!(fs::read_dir(&back).unwrap().count(), 0);
 }
@@ -342,10 +342,9 @@ fn malformed_frames_get_an_error_and_the_server_lives_on() {
         s.shutdown(std::net::Shutdown::Write).unwrap();
         let mut c = Conn::new(s).unwrap();
         match c.recv() {
-            Err(Error::Remote {
-                code: code::BAD_REQUEST,
-                message,
-            }) => assert!(message.contains("protocol"), "{message}"),
+            Err(Error::Remote { code: 400, message }) => {
+                assert!(message.contains("protocol"), "{message}")
+            }
             other => panic!("{garbage:?}: {other:?}"),
         }
     }
@@ -354,16 +353,346 @@ fn malformed_frames_get_an_error_and_the_server_lives_on() {
     c.send(&Message::Attach {
         session: 42,
         stream: 0,
+        counter: 1,
         mac: [0; 32],
     })
     .unwrap();
-    assert!(matches!(
-        c.recv(),
-        Err(Error::Remote {
-            code: code::AUTH,
-            ..
-        })
-    ));
+    assert!(matches!(c.recv(), Err(Error::Remote { code: 401, .. })));
     let s = client::bench(&config(&addr, params(Kind::Bench, 1), TOKEN)).unwrap();
     assert!(s.bytes > 0);
+}
+
+/// A raw control connection past Open and a one-file manifest of `size`
+/// bytes: returns it with the session id and key, the server's Ranges read.
+fn raw_send_session(addr: &str, name: &str, size: u64) -> (Conn, u64, [u8; 32]) {
+    let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
+    let key = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    c.send(&Message::Open(params(Kind::Send, 1))).unwrap();
+    c.send(&Message::Manifest {
+        files: vec![FileEntry {
+            path: name.into(),
+            size,
+            mode: 0o644,
+            mtime_ns: 0,
+        }],
+        more: false,
+    })
+    .unwrap();
+    let Message::Accepted { session } = c.recv().unwrap() else {
+        panic!("not accepted")
+    };
+    assert!(matches!(c.recv().unwrap(), Message::Ranges { .. }));
+    (c, session, key)
+}
+
+fn attach_raw(addr: &str, session: u64, stream: u16, counter: u64, key: &[u8; 32]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    braid_wire::encode(
+        &Message::Attach {
+            session,
+            stream,
+            counter,
+            mac: braid_wire::auth::attach_proof(key, session, stream, counter),
+        },
+        &mut bytes,
+    );
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&bytes).unwrap();
+    let mut c = Conn::new(s).unwrap();
+    assert!(matches!(c.recv().unwrap(), Message::Accepted { .. }));
+    bytes
+}
+
+#[test]
+fn an_attach_cannot_be_replayed_on_a_new_connection() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    let (_ctrl, session, key) = raw_send_session(&addr, "f", 10);
+    let bytes = attach_raw(&addr, session, 0, 7, &key);
+    // The same bytes again, during the live session: refused.
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(&bytes).unwrap();
+    match Conn::new(s).unwrap().recv() {
+        Err(Error::Remote { code: 401, message }) => {
+            assert!(message.contains("replay"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A fresh counter is a new attach, as a redial is.
+    attach_raw(&addr, session, 0, 8, &key);
+}
+
+#[test]
+fn a_huge_file_in_a_manifest_is_refused_and_the_server_lives_on() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    for size in [1u64 << 62, 1 << 38] {
+        let mut c = raw_session(&addr, Kind::Send);
+        c.send(&Message::Manifest {
+            files: vec![FileEntry {
+                path: "big".into(),
+                size,
+                mode: 0o644,
+                mtime_ns: 0,
+            }],
+            more: false,
+        })
+        .unwrap();
+        match c.recv() {
+            Err(Error::Remote { code, message }) => {
+                assert!(code == 413 || code == 507, "{size}: {code} {message}")
+            }
+            other => panic!("{size}: {other:?}"),
+        }
+    }
+    assert_eq!(fs::read_dir(d.path()).unwrap().count(), 0);
+    let s = client::bench(&config(&addr, params(Kind::Bench, 1), TOKEN)).unwrap();
+    assert!(s.bytes > 0);
+}
+
+#[test]
+fn a_second_send_to_a_name_in_use_is_refused_and_the_first_lands_intact() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(root.join("E")).unwrap();
+    for (dir, seed) in [("e1", 1), ("e2", 2)] {
+        fs::create_dir_all(d.path().join(dir)).unwrap();
+        fs::write(d.path().join(dir).join("same"), noise(6 << 20, seed)).unwrap();
+    }
+    let addr = serve(&root);
+    let mut slow = config(&addr, params(Kind::Send, 2), TOKEN);
+    slow.limit_bps = Some(40_000_000);
+    let first = {
+        let src = d.path().join("e1/same");
+        thread::spawn(move || client::send(&slow, &[src], "E"))
+    };
+    thread::sleep(Duration::from_millis(400));
+    let e = client::send(
+        &config(&addr, params(Kind::Send, 2), TOKEN),
+        &[d.path().join("e2/same")],
+        "E",
+    )
+    .unwrap_err();
+    match &e {
+        Error::Remote { code: 409, message } => {
+            assert!(
+                message.contains("being received by another session"),
+                "{message}"
+            )
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(e.exit_code(), braid::error::exit::REMOTE);
+    first.join().unwrap().unwrap();
+    assert_eq!(b3(&root.join("E/same")), b3(&d.path().join("e1/same")));
+    // Once the first has ended, the second may write.
+    client::send(
+        &config(&addr, params(Kind::Send, 2), TOKEN),
+        &[d.path().join("e2/same")],
+        "E",
+    )
+    .unwrap();
+    assert_eq!(b3(&root.join("E/same")), b3(&d.path().join("e2/same")));
+}
+
+#[test]
+fn every_name_and_every_empty_directory_arrives() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, src, back) = (
+        d.path().join("root"),
+        d.path().join("t"),
+        d.path().join("back"),
+    );
+    fs::create_dir_all(src.join("empty/inner")).unwrap();
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&back).unwrap();
+    let long = "L".repeat(255);
+    for n in [
+        "a.braid-part",
+        ".b.braid-journal",
+        ".big.tmp",
+        "plain",
+        long.as_str(),
+    ] {
+        fs::write(src.join(n), noise(3000, n.len() as u64)).unwrap();
+    }
+    let addr = serve(&root);
+    let s = client::send(
+        &config(&addr, params(Kind::Send, 2), TOKEN),
+        std::slice::from_ref(&src),
+        "",
+    )
+    .unwrap();
+    assert_eq!(s.files, 5);
+    for n in [
+        "a.braid-part",
+        ".b.braid-journal",
+        ".big.tmp",
+        "plain",
+        long.as_str(),
+    ] {
+        assert_eq!(b3(&root.join("t").join(n)), b3(&src.join(n)), "{n}");
+    }
+    assert!(root.join("t/empty/inner").is_dir());
+    // The whole root comes back with `.`.
+    let s = client::get(
+        &config(&addr, params(Kind::Get, 2), TOKEN),
+        &[".".into()],
+        &back,
+    )
+    .unwrap();
+    assert_eq!(s.files, 5);
+    assert!(back.join("t/empty/inner").is_dir());
+    assert_eq!(b3(&back.join("t").join(&long)), b3(&src.join(&long)));
+    let left: Vec<_> = walkdir(&root)
+        .into_iter()
+        .chain(walkdir(&back))
+        .filter(|p| p.to_string_lossy().contains(".braid-partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_sparse_file_arrives_sparse() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, src) = (d.path().join("root"), d.path().join("sparse"));
+    fs::create_dir_all(&root).unwrap();
+    let f = fs::File::create(&src).unwrap();
+    f.set_len(256 << 20).unwrap();
+    f.write_all_at(b"island", 100 << 20).unwrap();
+    let addr = serve(&root);
+    client::send(
+        &config(&addr, params(Kind::Send, 2), TOKEN),
+        std::slice::from_ref(&src),
+        "",
+    )
+    .unwrap();
+    let m = fs::metadata(root.join("sparse")).unwrap();
+    assert_eq!(b3(&root.join("sparse")), b3(&src));
+    use std::os::unix::fs::MetadataExt;
+    assert!(
+        m.blocks() * 512 < 4 << 20,
+        "{} bytes allocated",
+        m.blocks() * 512
+    );
+}
+
+#[test]
+fn get_keeps_to_the_clients_rate_limit() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, back) = (d.path().join("root"), d.path().join("back"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&back).unwrap();
+    fs::write(root.join("f"), noise(5 << 20, 4)).unwrap();
+    let addr = serve(&root);
+    let mut cfg = config(&addr, params(Kind::Get, 2), TOKEN);
+    cfg.limit_bps = Some(20_000_000);
+    let t = std::time::Instant::now();
+    client::get(&cfg, &["f".into()], &back).unwrap();
+    // 42 Mbit at 20 Mbit/s, less the pacer's burst allowance: a lower
+    // bound, which a busy machine only lengthens.
+    assert!(
+        t.elapsed() > Duration::from_millis(1200),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(b3(&back.join("f")), b3(&root.join("f")));
+}
+
+#[test]
+fn a_manifest_larger_than_a_frame_crosses_and_past_the_limit_is_refused_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, src) = (d.path().join("root"), d.path().join("many"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&src).unwrap();
+    for i in 0..300 {
+        fs::write(src.join(format!("{i:0>200}")), [i as u8]).unwrap();
+    }
+    let mut limits = server::Limits::default();
+    limits.manifest.files = 100;
+    let addr = serve_with(&root, "127.0.0.1:0", limits);
+    let e = client::send(
+        &config(&addr, params(Kind::Send, 1), TOKEN),
+        std::slice::from_ref(&src),
+        "",
+    )
+    .unwrap_err();
+    match &e {
+        Error::Remote { code: 413, message } => {
+            assert!(message.contains("--max-files"), "{message}")
+        }
+        other => panic!("{other}"),
+    }
+    // Over the wire in several frames: a list past MAX_FRAME.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = l.local_addr().unwrap();
+    let files: Vec<FileEntry> = (0..90_000u32)
+        .map(|i| FileEntry {
+            path: format!("{i:0>200}"),
+            size: i as u64,
+            mode: 0o644,
+            mtime_ns: 0,
+        })
+        .collect();
+    let sent = files.clone();
+    let t = thread::spawn(move || {
+        let mut c = Conn::new(TcpStream::connect(a).unwrap()).unwrap();
+        session::send_manifest(&mut c, &sent).unwrap();
+    });
+    let mut c = Conn::new(l.accept().unwrap().0).unwrap();
+    let got = session::recv_manifest(&mut c, session::ManifestLimits::default()).unwrap();
+    t.join().unwrap();
+    assert!(
+        files.iter().map(|f| f.path.len() + 22).sum::<usize>() > braid_wire::MAX_FRAME as usize
+    );
+    assert_eq!(got, files);
+}
+
+#[test]
+fn protocol_mistakes_are_answered_with_their_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let limits = server::Limits {
+        handshake: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let addr = serve_with(d.path(), "127.0.0.1:0", limits);
+    // A Close before the file was verified.
+    let (mut c, _, _) = raw_send_session(&addr, "f", 10);
+    c.send(&Message::Close { bytes: 0 }).unwrap();
+    match c.recv() {
+        Err(Error::Remote { code: 400, message }) => {
+            assert!(
+                message.contains("closed before every file was verified"),
+                "{message}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // A malformed Open: unknown flags.
+    let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
+    session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    let mut open = Vec::new();
+    braid_wire::encode(&Message::Open(params(Kind::Send, 1)), &mut open);
+    let flags_at = open.len() - 9;
+    open[flags_at] = 0x40;
+    c.w.send_raw(&open).unwrap();
+    match c.recv() {
+        Err(Error::Remote { code: 400, message }) => {
+            assert!(message.contains("flags"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A connection that says nothing is told why it is closed.
+    let mut idle = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
+    match idle.recv() {
+        Err(e @ Error::Remote { code: 408, .. }) => {
+            assert!(
+                e.to_string()
+                    .contains("nothing arrived within the time allowed"),
+                "{e}"
+            );
+            assert_eq!(e.exit_code(), braid::error::exit::CONNECT);
+        }
+        other => panic!("{other:?}"),
+    }
 }
