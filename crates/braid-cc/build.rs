@@ -10,8 +10,12 @@ use libbpf_cargo::SkeletonBuilder;
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 fn main() {
-    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let bpf_dir = manifest.join("../../bpf").canonicalize().expect("bpf/ beside crates/");
+    let manifest =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let bpf_dir = manifest
+        .join("../../bpf")
+        .canonicalize()
+        .expect("bpf/ beside crates/");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
 
     // vmlinux.h comes from the running kernel's BTF, so the object's CO-RE

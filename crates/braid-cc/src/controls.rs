@@ -20,7 +20,13 @@ pub enum Control {
 
 impl Control {
     /// Every control, in registration order.
-    pub const ALL: [Control; 5] = [Control::Stcp, Control::Hstcp, Control::Htcp, Control::Frac, Control::Tcpp];
+    pub const ALL: [Control; 5] = [
+        Control::Stcp,
+        Control::Hstcp,
+        Control::Htcp,
+        Control::Frac,
+        Control::Tcpp,
+    ];
 
     /// The name the kernel knows it by (`TCP_CONGESTION`, sysctls, `iperf3 -C`).
     pub fn name(self) -> &'static str {
@@ -58,7 +64,12 @@ impl FromStr for Control {
         Control::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| format!("{s:?} is not one of braid's controls ({})", names().join(", ")))
+            .ok_or_else(|| {
+                format!(
+                    "{s:?} is not one of braid's controls ({})",
+                    names().join(", ")
+                )
+            })
     }
 }
 
@@ -77,6 +88,9 @@ mod tests {
             // TCP_CA_NAME_MAX is 16 including the NUL.
             assert!(c.name().len() <= 15, "{c}");
         }
-        assert!("cubic".parse::<Control>().unwrap_err().contains("braid_frac"));
+        assert!("cubic"
+            .parse::<Control>()
+            .unwrap_err()
+            .contains("braid_frac"));
     }
 }

@@ -51,7 +51,11 @@ pub enum Error {
 
     /// The pinned maps were written by a braid of another layout.
     #[error("the maps pinned in {path} have layout version {found}, this braid uses {expected}; run `braid cc uninstall` and `braid cc install`")]
-    AbiMismatch { path: PathBuf, found: u32, expected: u32 },
+    AbiMismatch {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
 
     /// A setting outside its range.
     #[error("{0}")]
@@ -60,7 +64,11 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        Error::Io { what, path: path.into(), source }
+        Error::Io {
+            what,
+            path: path.into(),
+            source,
+        }
     }
 
     pub(crate) fn map(what: impl Into<String>, source: libbpf_rs::Error) -> Self {

@@ -47,7 +47,10 @@ pub(crate) fn link_pin(pin_dir: &Path, c: Control) -> PathBuf {
 
 /// The controls whose struct_ops link is pinned in `pin_dir`.
 pub fn installed_controls(pin_dir: &Path) -> Vec<Control> {
-    Control::ALL.into_iter().filter(|c| link_pin(pin_dir, *c).exists()).collect()
+    Control::ALL
+        .into_iter()
+        .filter(|c| link_pin(pin_dir, *c).exists())
+        .collect()
 }
 
 /// Registers the five controls, pins them under `pin_dir`, writes `defaults`
@@ -60,7 +63,9 @@ pub fn install(pin_dir: &Path, defaults: Defaults) -> Result<InstallReport> {
     let registered = |c: &Control| available.iter().any(|a| a == c.name());
     if present.len() == Control::ALL.len() && Control::ALL.iter().all(registered) {
         allow_all()?;
-        return Ok(InstallReport::AlreadyInstalled { pin_dir: pin_dir.to_owned() });
+        return Ok(InstallReport::AlreadyInstalled {
+            pin_dir: pin_dir.to_owned(),
+        });
     }
     if !present.is_empty() {
         // A half-finished earlier install: start from a clean slate.
@@ -103,18 +108,26 @@ pub fn install(pin_dir: &Path, defaults: Defaults) -> Result<InstallReport> {
             Control::Tcpp => &mut maps.braid_tcpp,
         };
         // Links attached so far unregister when dropped by an early return.
-        let link = map.attach_struct_ops().map_err(|source| Error::Register { name: c.name(), source })?;
+        let link = map.attach_struct_ops().map_err(|source| Error::Register {
+            name: c.name(),
+            source,
+        })?;
         links.push((c, link));
     }
     for (c, link) in &mut links {
         let path = link_pin(pin_dir, *c);
         if let Err(source) = link.pin(&path) {
             let _ = uninstall(pin_dir);
-            return Err(Error::map(format!("pinning {} at {}", c.name(), path.display()), source));
+            return Err(Error::map(
+                format!("pinning {} at {}", c.name(), path.display()),
+                source,
+            ));
         }
     }
     allow_all()?;
-    Ok(InstallReport::Installed { pin_dir: pin_dir.to_owned() })
+    Ok(InstallReport::Installed {
+        pin_dir: pin_dir.to_owned(),
+    })
 }
 
 fn init_defaults(map: &dyn MapCore, pin_dir: &Path, defaults: Defaults) -> Result<()> {
@@ -184,7 +197,11 @@ fn wait_unregistered(names: &[&'static str]) -> Result<()> {
     let start = Instant::now();
     loop {
         let available = sysctl::available_controls()?;
-        let left: Vec<&str> = names.iter().copied().filter(|n| available.iter().any(|a| a == n)).collect();
+        let left: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| available.iter().any(|a| a == n))
+            .collect();
         if left.is_empty() {
             return Ok(());
         }
@@ -210,7 +227,9 @@ fn remove_pin(path: &Path) -> Result<bool> {
 fn require_root(what: &str) -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err(Error::NotPermitted { what: what.to_owned() });
+        return Err(Error::NotPermitted {
+            what: what.to_owned(),
+        });
     }
     Ok(())
 }
@@ -224,9 +243,21 @@ fn ensure_bpffs() -> Result<()> {
     let src = c"bpf";
     let target = c"/sys/fs/bpf";
     // SAFETY: all pointers are NUL-terminated strings that outlive the call.
-    let rc = unsafe { libc::mount(src.as_ptr(), target.as_ptr(), src.as_ptr(), 0, std::ptr::null()) };
+    let rc = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            src.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
     if rc != 0 {
-        return Err(Error::io("mounting the BPF filesystem at", root, io::Error::last_os_error()));
+        return Err(Error::io(
+            "mounting the BPF filesystem at",
+            root,
+            io::Error::last_os_error(),
+        ));
     }
     Ok(())
 }

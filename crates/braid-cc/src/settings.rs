@@ -64,12 +64,15 @@ impl FromStr for Strength {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        let k: f64 = s
-            .trim()
-            .parse()
-            .map_err(|_| Error::Invalid(format!("strength {s:?} is not a number (k >= 1, e.g. 1 or 2.5)")))?;
+        let k: f64 = s.trim().parse().map_err(|_| {
+            Error::Invalid(format!(
+                "strength {s:?} is not a number (k >= 1, e.g. 1 or 2.5)"
+            ))
+        })?;
         if !k.is_finite() {
-            return Err(Error::Invalid(format!("strength {s:?} is not a finite number")));
+            return Err(Error::Invalid(format!(
+                "strength {s:?} is not a finite number"
+            )));
         }
         Strength::from_milli((k * STRENGTH_SCALE as f64).round() as u32)
     }
@@ -114,7 +117,10 @@ pub struct Defaults {
 impl Default for Defaults {
     /// The papers' settings: m = 10 (Hacker 2004), k = 1 (Cho & Bettati).
     fn default() -> Self {
-        Defaults { frac_cwnd: 100, strength: Strength::ONE }
+        Defaults {
+            frac_cwnd: 100,
+            strength: Strength::ONE,
+        }
     }
 }
 
@@ -135,7 +141,9 @@ impl SocketSettings {
             check_frac_cwnd(f)?;
         }
         if self.group_id == Some(0) {
-            return Err(Error::Invalid("group id 0 is reserved for grouping by destination address".into()));
+            return Err(Error::Invalid(
+                "group id 0 is reserved for grouping by destination address".into(),
+            ));
         }
         Ok(types::braid_sock_settings {
             frac_cwnd: self.frac_cwnd.unwrap_or(0),
@@ -228,7 +236,8 @@ impl Controls {
             if !path.exists() {
                 return Err(Error::NotInstalled { path });
             }
-            MapHandle::from_pinned_path(&path).map_err(|source| Error::map(format!("opening {}", path.display()), source))
+            MapHandle::from_pinned_path(&path)
+                .map_err(|source| Error::map(format!("opening {}", path.display()), source))
         };
         Ok(Controls {
             pin_dir: pin_dir.to_owned(),
@@ -244,16 +253,23 @@ impl Controls {
         let key = fd.as_raw_fd().to_ne_bytes();
         self.sock
             .update(&key, to_bytes(&raw), MapFlags::ANY)
-            .map_err(|source| Error::map(format!("setting socket {} settings", fd.as_raw_fd()), source))
+            .map_err(|source| {
+                Error::map(
+                    format!("setting socket {} settings", fd.as_raw_fd()),
+                    source,
+                )
+            })
     }
 
     /// The settings a socket was given, if any.
     pub fn socket_settings(&self, fd: BorrowedFd<'_>) -> Result<Option<SocketSettings>> {
         let key = fd.as_raw_fd().to_ne_bytes();
-        let raw = self
-            .sock
-            .lookup(&key, MapFlags::ANY)
-            .map_err(|source| Error::map(format!("reading socket {} settings", fd.as_raw_fd()), source))?;
+        let raw = self.sock.lookup(&key, MapFlags::ANY).map_err(|source| {
+            Error::map(
+                format!("reading socket {} settings", fd.as_raw_fd()),
+                source,
+            )
+        })?;
         Ok(raw.map(|b| {
             let r: types::braid_sock_settings = from_bytes(&b);
             SocketSettings {
@@ -273,9 +289,16 @@ impl Controls {
             .map(|b| from_bytes(&b))
             .unwrap_or_default();
         if raw.abi_version != ABI_VERSION {
-            return Err(Error::AbiMismatch { path: self.pin_dir.clone(), found: raw.abi_version, expected: ABI_VERSION });
+            return Err(Error::AbiMismatch {
+                path: self.pin_dir.clone(),
+                found: raw.abi_version,
+                expected: ABI_VERSION,
+            });
         }
-        Ok(Defaults { frac_cwnd: raw.frac_cwnd, strength: Strength(raw.strength_milli) })
+        Ok(Defaults {
+            frac_cwnd: raw.frac_cwnd,
+            strength: Strength(raw.strength_milli),
+        })
     }
 
     /// Changes the defaults; sockets without settings follow at their next ACK.
@@ -297,7 +320,9 @@ impl Controls {
             };
             let k: types::braid_group_key = from_bytes(&key);
             let g: types::braid_group = from_bytes(&value);
-            let Some(key) = GroupKey::from_raw(&k) else { continue };
+            let Some(key) = GroupKey::from_raw(&k) else {
+                continue;
+            };
             out.push(GroupInfo {
                 key,
                 netns: k.netns,
@@ -360,7 +385,10 @@ pub fn set_congestion_control(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> 
     };
     if rc != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("selecting congestion control {name:?}: {e}")));
+        return Err(io::Error::new(
+            e.kind(),
+            format!("selecting congestion control {name:?}: {e}"),
+        ));
     }
     Ok(())
 }
@@ -371,7 +399,13 @@ pub fn congestion_control(fd: BorrowedFd<'_>) -> io::Result<String> {
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf and len describe a writable buffer.
     let rc = unsafe {
-        libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr().cast(), &mut len)
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
     };
     if rc != 0 {
         return Err(io::Error::last_os_error());
@@ -407,15 +441,31 @@ mod tests {
     fn frac_cwnd_range() {
         assert!(check_frac_cwnd(1).is_ok());
         assert!(check_frac_cwnd(1000).is_ok());
-        assert!(check_frac_cwnd(0).unwrap_err().to_string().contains("[1, 1000]"));
+        assert!(check_frac_cwnd(0)
+            .unwrap_err()
+            .to_string()
+            .contains("[1, 1000]"));
         assert!(check_frac_cwnd(1001).is_err());
     }
 
     #[test]
     fn socket_settings_zero_means_default() {
-        let raw = SocketSettings { frac_cwnd: Some(100), ..Default::default() }.to_raw().unwrap();
-        assert_eq!((raw.frac_cwnd, raw.strength_milli, raw.group_id), (100, 0, 0));
-        assert!(SocketSettings { group_id: Some(0), ..Default::default() }.to_raw().is_err());
+        let raw = SocketSettings {
+            frac_cwnd: Some(100),
+            ..Default::default()
+        }
+        .to_raw()
+        .unwrap();
+        assert_eq!(
+            (raw.frac_cwnd, raw.strength_milli, raw.group_id),
+            (100, 0, 0)
+        );
+        assert!(SocketSettings {
+            group_id: Some(0),
+            ..Default::default()
+        }
+        .to_raw()
+        .is_err());
     }
 
     #[test]
@@ -425,15 +475,28 @@ mod tests {
             id: [u32::from_ne_bytes([10, 0, 0, 2]), 0, 0, 0],
             ..Default::default()
         };
-        assert_eq!(GroupKey::from_raw(&k), Some(GroupKey::Inet(Ipv4Addr::new(10, 0, 0, 2))));
-        let k = types::braid_group_key { kind: GROUP_USER, id: [5, 1, 0, 0], ..Default::default() };
+        assert_eq!(
+            GroupKey::from_raw(&k),
+            Some(GroupKey::Inet(Ipv4Addr::new(10, 0, 0, 2)))
+        );
+        let k = types::braid_group_key {
+            kind: GROUP_USER,
+            id: [5, 1, 0, 0],
+            ..Default::default()
+        };
         assert_eq!(GroupKey::from_raw(&k), Some(GroupKey::User(5 | 1 << 32)));
         assert_eq!(GroupKey::from_raw(&types::braid_group_key::default()), None);
     }
 
     #[test]
     fn byte_round_trip_of_map_values() {
-        let g = types::braid_group { members: 4, strength_milli: 1000, epoch: 7, cwnd_sum: -3, ..Default::default() };
+        let g = types::braid_group {
+            members: 4,
+            strength_milli: 1000,
+            epoch: 7,
+            cwnd_sum: -3,
+            ..Default::default()
+        };
         let back: types::braid_group = from_bytes(to_bytes(&g));
         assert_eq!((back.members, back.epoch, back.cwnd_sum), (4, 7, -3));
     }

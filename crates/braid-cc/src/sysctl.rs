@@ -40,7 +40,10 @@ pub(crate) fn with_names(list: &[String], names: &[&str]) -> Vec<String> {
 
 /// `list` without any of `names`.
 pub(crate) fn without_names(list: &[String], names: &[&str]) -> Vec<String> {
-    list.iter().filter(|x| !names.contains(&x.as_str())).cloned().collect()
+    list.iter()
+        .filter(|x| !names.contains(&x.as_str()))
+        .cloned()
+        .collect()
 }
 
 pub(crate) fn write_allowed(list: &[String]) -> Result<()> {
@@ -60,12 +63,18 @@ mod tests {
     #[test]
     fn adding_keeps_order_and_does_not_duplicate() {
         let list = v("reno cubic braid_frac");
-        assert_eq!(with_names(&list, &["braid_frac", "braid_tcpp"]), v("reno cubic braid_frac braid_tcpp"));
+        assert_eq!(
+            with_names(&list, &["braid_frac", "braid_tcpp"]),
+            v("reno cubic braid_frac braid_tcpp")
+        );
     }
 
     #[test]
     fn removing_leaves_the_others() {
         let list = v("reno braid_stcp cubic braid_tcpp");
-        assert_eq!(without_names(&list, &["braid_stcp", "braid_tcpp", "braid_htcp"]), v("reno cubic"));
+        assert_eq!(
+            without_names(&list, &["braid_stcp", "braid_tcpp", "braid_htcp"]),
+            v("reno cubic")
+        );
     }
 }

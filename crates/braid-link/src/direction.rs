@@ -111,8 +111,17 @@ pub enum Event {
     /// `avg_bytes`: RED's average backlog after this arrival updated it (0 without RED).
     Arrive { t_ns: u64, len: u32, avg_bytes: u32 },
     /// Leaves the emulator; `queue_ns` waited in the queue, `total_ns` since arrival.
-    Depart { t_ns: u64, len: u32, queue_ns: u64, total_ns: u64 },
-    Drop { t_ns: u64, len: u32, reason: DropReason },
+    Depart {
+        t_ns: u64,
+        len: u32,
+        queue_ns: u64,
+        total_ns: u64,
+    },
+    Drop {
+        t_ns: u64,
+        len: u32,
+        reason: DropReason,
+    },
 }
 
 /// Per-direction counters.
@@ -214,7 +223,11 @@ impl<F: Frame> Direction<F> {
             DropReason::Red => self.counters.dropped_red += 1,
             DropReason::Loss => self.counters.dropped_loss += 1,
         }
-        self.record(Event::Drop { t_ns: now, len: f.len() as u32, reason });
+        self.record(Event::Drop {
+            t_ns: now,
+            len: f.len() as u32,
+            reason,
+        });
         f
     }
 
@@ -245,22 +258,28 @@ impl<F: Frame> Direction<F> {
     fn record_arrival(&mut self, now: u64, len: u64) {
         if self.log.is_some() {
             let avg = self.red.as_ref().map_or(0.0, |r| r.avg());
-            self.record(Event::Arrive { t_ns: now, len: len as u32, avg_bytes: avg.min(u32::MAX as f64) as u32 });
+            self.record(Event::Arrive {
+                t_ns: now,
+                len: len as u32,
+                avg_bytes: avg.min(u32::MAX as f64) as u32,
+            });
         }
     }
 
     /// The queue's verdict on a frame of `len` bytes arriving now.
     fn admit(&mut self, now: u64, len: u64) -> Result<(), DropReason> {
         match (&self.cfg.queue, &mut self.red) {
-            (QueueKind::Red(_), Some(red)) => match red.arrive(now, self.backlog_bytes, len, &mut self.rng) {
-                Verdict::Enqueue => Ok(()),
-                Verdict::Early => Err(DropReason::Red),
-                Verdict::Forced => Err(if self.backlog_bytes + len > red.params.limit {
-                    DropReason::Queue
-                } else {
-                    DropReason::Red
-                }),
-            },
+            (QueueKind::Red(_), Some(red)) => {
+                match red.arrive(now, self.backlog_bytes, len, &mut self.rng) {
+                    Verdict::Enqueue => Ok(()),
+                    Verdict::Early => Err(DropReason::Red),
+                    Verdict::Forced => Err(if self.backlog_bytes + len > red.params.limit {
+                        DropReason::Queue
+                    } else {
+                        DropReason::Red
+                    }),
+                }
+            }
             (QueueKind::DropTail(Limit::Packets(n)), _) => {
                 if (self.queue.len() as u64) < *n {
                     Ok(())
@@ -280,7 +299,9 @@ impl<F: Frame> Direction<F> {
     }
 
     fn tx_time(&mut self, len: u64) -> u64 {
-        let Some(rate) = self.cfg.rate_bps else { return 0 };
+        let Some(rate) = self.cfg.rate_bps else {
+            return 0;
+        };
         let bits_ns = (len + self.cfg.overhead as u64) as u128 * 8 * 1_000_000_000 + self.tx_carry;
         self.tx_carry = bits_ns % rate as u128;
         (bits_ns / rate as u128) as u64
@@ -324,7 +345,12 @@ impl<F: Frame> Direction<F> {
             // No reordering: never before the packet ahead.
             release = release.max(self.last_release);
             self.last_release = release;
-            self.line.push_back(InFlight { release, arrival, queue_ns: start - arrival, frame: f });
+            self.line.push_back(InFlight {
+                release,
+                arrival,
+                queue_ns: start - arrival,
+                frame: f,
+            });
         }
     }
 
@@ -340,7 +366,12 @@ impl<F: Frame> Direction<F> {
         self.counters.departed_bytes += len as u64;
         let late = now - p.release;
         self.counters.late.record(late);
-        self.record(Event::Depart { t_ns: now, len, queue_ns: p.queue_ns, total_ns: now - p.arrival });
+        self.record(Event::Depart {
+            t_ns: now,
+            len,
+            queue_ns: p.queue_ns,
+            total_ns: now - p.arrival,
+        });
         Some(p.frame)
     }
 
@@ -385,7 +416,13 @@ mod tests {
 
     #[test]
     fn delay_only_releases_after_the_delay() {
-        let mut d = Direction::new(Config { delay_ns: 10 * MS, ..Default::default() }, false);
+        let mut d = Direction::new(
+            Config {
+                delay_ns: 10 * MS,
+                ..Default::default()
+            },
+            false,
+        );
         d.arrive(0, P(1500)).ok().unwrap();
         assert_eq!(d.next_wakeup(), Some(10 * MS));
         assert!(d.pop(10 * MS - 1).is_none());
@@ -395,7 +432,11 @@ mod tests {
     #[test]
     fn a_delivery_trace_releases_frames_at_its_opportunities() {
         let trace = Arc::new(DeliveryTrace::parse("1\n2\n3\n4\n").unwrap());
-        let cfg = Config { trace: Some(trace), delay_ns: MS, ..Default::default() };
+        let cfg = Config {
+            trace: Some(trace),
+            delay_ns: MS,
+            ..Default::default()
+        };
         let mut d = Direction::new(cfg, false);
         for _ in 0..6 {
             d.arrive(0, P(1500)).ok().unwrap();
@@ -404,13 +445,22 @@ mod tests {
         assert_eq!(d.backlog().0, 6);
         assert_eq!(d.next_wakeup(), Some(MS));
         // Opportunities at 1, 2, 3, 4 ms, then the trace repeats (5, 6 ms); plus 1 ms delay.
-        assert_eq!(drain(&mut d, 20 * MS, MS / 4), vec![2 * MS, 3 * MS, 4 * MS, 5 * MS, 6 * MS, 7 * MS]);
+        assert_eq!(
+            drain(&mut d, 20 * MS, MS / 4),
+            vec![2 * MS, 3 * MS, 4 * MS, 5 * MS, 6 * MS, 7 * MS]
+        );
     }
 
     #[test]
     fn serialisation_spaces_packets_at_the_rate_not_a_burst() {
         // 100 Mb/s, 1250-byte frames: 100 us each, from an idle link too.
-        let mut d = Direction::new(Config { rate_bps: Some(100_000_000), ..Default::default() }, false);
+        let mut d = Direction::new(
+            Config {
+                rate_bps: Some(100_000_000),
+                ..Default::default()
+            },
+            false,
+        );
         for _ in 0..5 {
             d.arrive(0, P(1250)).ok().unwrap();
         }
@@ -421,7 +471,13 @@ mod tests {
     #[test]
     fn fractional_serialisation_times_do_not_drift() {
         // 1514 bytes at 1 Gb/s is 12.112 us; 1000 of them must take 12.112 ms exactly.
-        let mut d = Direction::new(Config { rate_bps: Some(1_000_000_000), ..Default::default() }, false);
+        let mut d = Direction::new(
+            Config {
+                rate_bps: Some(1_000_000_000),
+                ..Default::default()
+            },
+            false,
+        );
         for _ in 0..1000 {
             d.arrive(0, P(1514)).ok().unwrap();
         }
@@ -439,7 +495,11 @@ mod tests {
     #[test]
     fn drop_tail_drops_only_when_full_and_bounds_the_wait() {
         // 10 Mb/s, limit 10 packets of 1250 B: 1 ms each, so at most ~10 ms of wait.
-        let cfg = Config { rate_bps: Some(10_000_000), queue: QueueKind::DropTail(Limit::Packets(10)), ..Default::default() };
+        let cfg = Config {
+            rate_bps: Some(10_000_000),
+            queue: QueueKind::DropTail(Limit::Packets(10)),
+            ..Default::default()
+        };
         let mut d = Direction::new(cfg, true);
         let mut dropped = 0;
         // 2 packets per ms: twice the rate.
@@ -455,7 +515,13 @@ mod tests {
         let max_wait = d
             .events()
             .iter()
-            .filter_map(|e| if let Event::Depart { queue_ns, .. } = e { Some(*queue_ns) } else { None })
+            .filter_map(|e| {
+                if let Event::Depart { queue_ns, .. } = e {
+                    Some(*queue_ns)
+                } else {
+                    None
+                }
+            })
             .max()
             .unwrap();
         assert!((9 * MS..=10 * MS + MS).contains(&max_wait), "{max_wait}");
@@ -464,7 +530,11 @@ mod tests {
 
     #[test]
     fn byte_limit_counts_bytes() {
-        let cfg = Config { rate_bps: Some(1_000_000), queue: QueueKind::DropTail(Limit::Bytes(3000)), ..Default::default() };
+        let cfg = Config {
+            rate_bps: Some(1_000_000),
+            queue: QueueKind::DropTail(Limit::Bytes(3000)),
+            ..Default::default()
+        };
         let mut d = Direction::new(cfg, false);
         // the first leaves the queue into transmission at once
         assert!(d.arrive(0, P(1000)).is_ok());
@@ -475,7 +545,11 @@ mod tests {
 
     #[test]
     fn jitter_never_reorders() {
-        let cfg = Config { delay_ns: 5 * MS, jitter_ns: 4 * MS, ..Default::default() };
+        let cfg = Config {
+            delay_ns: 5 * MS,
+            jitter_ns: 4 * MS,
+            ..Default::default()
+        };
         let mut d = Direction::new(cfg, true);
         // Sparse packets (one per 10 ms) show the jitter; dense ones would
         // queue behind the latest release.
@@ -488,7 +562,13 @@ mod tests {
         let totals: Vec<u64> = d
             .events()
             .iter()
-            .filter_map(|e| if let Event::Depart { total_ns, .. } = e { Some(*total_ns) } else { None })
+            .filter_map(|e| {
+                if let Event::Depart { total_ns, .. } = e {
+                    Some(*total_ns)
+                } else {
+                    None
+                }
+            })
             .collect();
         assert!(totals.iter().any(|&t| t < 4 * MS) && totals.iter().any(|&t| t > 6 * MS));
     }

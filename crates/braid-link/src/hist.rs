@@ -15,7 +15,10 @@ pub struct Hist {
 
 impl Default for Hist {
     fn default() -> Self {
-        Hist { counts: vec![0; BUCKETS], total: 0 }
+        Hist {
+            counts: vec![0; BUCKETS],
+            total: 0,
+        }
     }
 }
 
@@ -75,7 +78,10 @@ mod tests {
             let hi = upper(i);
             assert_eq!(index(lo), i, "bucket {i} starts at {lo}");
             assert_eq!(index(hi - 1), i, "bucket {i} ends before {hi}");
-            assert!(lo < 8 || (hi - lo) as f64 / lo as f64 <= 0.125 + 1e-12, "bucket {i} [{lo}, {hi}) too wide");
+            assert!(
+                lo < 8 || (hi - lo) as f64 / lo as f64 <= 0.125 + 1e-12,
+                "bucket {i} [{lo}, {hi}) too wide"
+            );
             prev_upper = hi;
         }
         assert_eq!(index(u64::MAX), BUCKETS - 1);
@@ -89,7 +95,10 @@ mod tests {
         }
         for (q, truth) in [(0.5, 500_000u64), (0.99, 990_000), (1.0, 1_000_000)] {
             let got = h.quantile(q);
-            assert!(got >= truth && (got as f64) <= truth as f64 * 1.125, "q {q}: {got} vs {truth}");
+            assert!(
+                got >= truth && (got as f64) <= truth as f64 * 1.125,
+                "q {q}: {got} vs {truth}"
+            );
         }
         assert_eq!(Hist::default().quantile(0.5), 0);
         let mut one = Hist::default();

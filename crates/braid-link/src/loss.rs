@@ -17,9 +17,22 @@ pub enum Loss {
     /// Independent losses with probability `p`.
     Random { p: f64 },
     /// Gilbert-Elliott: two states, each with its own loss probability.
-    GilbertElliott { p: f64, r: f64, bad_loss: f64, good_loss: f64, bad: bool },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        bad_loss: f64,
+        good_loss: f64,
+        bad: bool,
+    },
     /// netem's 4-state model.
-    FourState { p13: f64, p31: f64, p32: f64, p23: f64, p14: f64, state: u8 },
+    FourState {
+        p13: f64,
+        p31: f64,
+        p32: f64,
+        p23: f64,
+        p14: f64,
+        state: u8,
+    },
     /// Every `every`-th packet, counting from the first.
     Periodic { every: u64, seen: u64 },
 }
@@ -37,7 +50,13 @@ impl Loss {
     }
 
     /// netem's `state p13 [p31 [p32 [p23 [p14]]]]`, defaults as netem's: p31 = 1 - p13, the rest 0.
-    pub fn four_state(p13: f64, p31: Option<f64>, p32: Option<f64>, p23: Option<f64>, p14: Option<f64>) -> Self {
+    pub fn four_state(
+        p13: f64,
+        p31: Option<f64>,
+        p32: Option<f64>,
+        p23: Option<f64>,
+        p14: Option<f64>,
+    ) -> Self {
         Loss::FourState {
             p13,
             p31: p31.unwrap_or(1.0 - p13),
@@ -53,7 +72,13 @@ impl Loss {
         match self {
             Loss::None => false,
             Loss::Random { p } => rng.chance(*p),
-            Loss::GilbertElliott { p, r, bad_loss, good_loss, bad } => {
+            Loss::GilbertElliott {
+                p,
+                r,
+                bad_loss,
+                good_loss,
+                bad,
+            } => {
                 // The loss follows the state the packet finds; then the chain moves.
                 let lost = rng.chance(if *bad { *bad_loss } else { *good_loss });
                 let switch = rng.chance(if *bad { *r } else { *p });
@@ -62,7 +87,14 @@ impl Loss {
                 }
                 lost
             }
-            Loss::FourState { p13, p31, p32, p23, p14, state } => {
+            Loss::FourState {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+                state,
+            } => {
                 let u = rng.unit();
                 let (next, lost) = match *state {
                     1 if u < *p14 => (4, true),
@@ -90,7 +122,13 @@ impl Loss {
         match self {
             Loss::None => 0.0,
             Loss::Random { p } => *p,
-            Loss::GilbertElliott { p, r, bad_loss, good_loss, .. } => {
+            Loss::GilbertElliott {
+                p,
+                r,
+                bad_loss,
+                good_loss,
+                ..
+            } => {
                 if p + r == 0.0 {
                     return *good_loss;
                 }
@@ -135,7 +173,10 @@ mod tests {
     #[test]
     fn random_loss_rate_within_its_99_percent_interval() {
         let n = 200_000;
-        let lost = run(Loss::Random { p: 0.01 }, n, 3).iter().filter(|&&x| x).count() as f64;
+        let lost = run(Loss::Random { p: 0.01 }, n, 3)
+            .iter()
+            .filter(|&&x| x)
+            .count() as f64;
         let sd = (n as f64 * 0.01 * 0.99).sqrt();
         assert!((lost - n as f64 * 0.01).abs() < 2.576 * sd, "{lost}");
     }
@@ -162,13 +203,24 @@ mod tests {
     fn four_state_bursts_lengthen_with_p23() {
         // From the burst state (2) a loss is followed by the lost state (3); staying
         // there with 1 - p31 - p32 makes runs of losses.
-        let v = run(Loss::four_state(0.01, Some(0.3), Some(0.2), Some(0.5), None), 500_000, 11);
+        let v = run(
+            Loss::four_state(0.01, Some(0.3), Some(0.2), Some(0.5), None),
+            500_000,
+            11,
+        );
         assert!(mean_burst(&v) > 1.5, "{}", mean_burst(&v));
     }
 
     #[test]
     fn periodic_loses_every_nth() {
         let v = run(Loss::Periodic { every: 4, seen: 0 }, 12, 0);
-        assert_eq!(v.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i).collect::<Vec<_>>(), vec![3, 7, 11]);
+        assert_eq!(
+            v.iter()
+                .enumerate()
+                .filter(|(_, &x)| x)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>(),
+            vec![3, 7, 11]
+        );
     }
 }

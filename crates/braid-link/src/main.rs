@@ -26,7 +26,11 @@ use afpacket::{now_ns, Port};
 const BATCH: usize = 64;
 
 #[derive(Parser)]
-#[command(name = "braid-link", version, about = "User-space bottleneck link emulator")]
+#[command(
+    name = "braid-link",
+    version,
+    about = "User-space bottleneck link emulator"
+)]
 struct Args {
     /// First interface.
     #[arg(long)]
@@ -73,13 +77,23 @@ fn main() {
 }
 
 fn run(args: Args) -> Result<()> {
-    let ab = spec::parse(&args.ab).map_err(anyhow::Error::msg).context("--ab")?;
-    let ba = spec::parse(&args.ba).map_err(anyhow::Error::msg).context("--ba")?;
+    let ab = spec::parse(&args.ab)
+        .map_err(anyhow::Error::msg)
+        .context("--ab")?;
+    let ba = spec::parse(&args.ba)
+        .map_err(anyhow::Error::msg)
+        .context("--ba")?;
     if args.a == args.b {
-        bail!("--a and --b are both {}: the link needs two interfaces", args.a);
+        bail!(
+            "--a and --b are both {}: the link needs two interfaces",
+            args.a
+        );
     }
     let log = args.events.is_some();
-    let mut dirs = [Direction::<Vec<u8>>::new(ab, log), Direction::<Vec<u8>>::new(ba, log)];
+    let mut dirs = [
+        Direction::<Vec<u8>>::new(ab, log),
+        Direction::<Vec<u8>>::new(ba, log),
+    ];
     let ports = [Port::open(&args.a)?, Port::open(&args.b)?];
 
     // SAFETY: plain syscalls with valid arguments; the handlers only store atomics.
@@ -93,8 +107,12 @@ fn run(args: Args) -> Result<()> {
         pin(cpu)?;
     }
     let started = now_ns();
-    let deadline = args.duration.map(|s| started + Duration::from_secs_f64(s).as_nanos() as u64);
-    let mut pool: Vec<Vec<u8>> = (0..4096).map(|_| Vec::with_capacity(afpacket::FRAME_MAX)).collect();
+    let deadline = args
+        .duration
+        .map(|s| started + Duration::from_secs_f64(s).as_nanos() as u64);
+    let mut pool: Vec<Vec<u8>> = (0..4096)
+        .map(|_| Vec::with_capacity(afpacket::FRAME_MAX))
+        .collect();
     let mut tx_errors = [0u64; 2];
     let mut cpu_start = cpu_time_ns();
 
@@ -105,7 +123,9 @@ fn run(args: Args) -> Result<()> {
         }
         for (i, port) in ports.iter().enumerate() {
             for _ in 0..BATCH {
-                let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(afpacket::FRAME_MAX));
+                let mut buf = pool
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(afpacket::FRAME_MAX));
                 match port.recv(&mut buf) {
                     Ok(true) => {
                         if let Err(back) = dirs[i].arrive(now_ns(), buf) {
@@ -161,7 +181,10 @@ fn pin(cpu: usize) -> Result<()> {
 }
 
 fn cpu_time_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -175,7 +198,13 @@ fn direction_json(c: &Counters, tx_errors: u64) -> serde_json::Value {
     })
 }
 
-fn write_stats(args: &Args, dirs: &[Direction<Vec<u8>>; 2], tx: [u64; 2], started: u64, cpu_ns: u64) -> Result<()> {
+fn write_stats(
+    args: &Args,
+    dirs: &[Direction<Vec<u8>>; 2],
+    tx: [u64; 2],
+    started: u64,
+    cpu_ns: u64,
+) -> Result<()> {
     let wall = now_ns() - started;
     let v = json!({
         "version": 1,
@@ -199,18 +228,32 @@ fn write_stats(args: &Args, dirs: &[Direction<Vec<u8>>; 2], tx: [u64; 2], starte
 }
 
 fn write_events(path: &PathBuf, dirs: &[Direction<Vec<u8>>; 2]) -> Result<()> {
-    let mut out = std::io::BufWriter::new(fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
-    writeln!(out, "direction,event,t_ns,len,queue_ns,total_ns,reason,avg_bytes")?;
+    let mut out = std::io::BufWriter::new(
+        fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+    );
+    writeln!(
+        out,
+        "direction,event,t_ns,len,queue_ns,total_ns,reason,avg_bytes"
+    )?;
     for (name, d) in ["ab", "ba"].iter().zip(dirs) {
         for e in d.events() {
             match e {
-                Event::Arrive { t_ns, len, avg_bytes } => writeln!(out, "{name},arrive,{t_ns},{len},,,,{avg_bytes}")?,
-                Event::Depart { t_ns, len, queue_ns, total_ns } => {
-                    writeln!(out, "{name},depart,{t_ns},{len},{queue_ns},{total_ns},,")?
-                }
-                Event::Drop { t_ns, len, reason } => {
-                    writeln!(out, "{name},drop,{t_ns},{len},,,{},", serde_json::to_value(reason)?.as_str().unwrap_or("?"))?
-                }
+                Event::Arrive {
+                    t_ns,
+                    len,
+                    avg_bytes,
+                } => writeln!(out, "{name},arrive,{t_ns},{len},,,,{avg_bytes}")?,
+                Event::Depart {
+                    t_ns,
+                    len,
+                    queue_ns,
+                    total_ns,
+                } => writeln!(out, "{name},depart,{t_ns},{len},{queue_ns},{total_ns},,")?,
+                Event::Drop { t_ns, len, reason } => writeln!(
+                    out,
+                    "{name},drop,{t_ns},{len},,,{},",
+                    serde_json::to_value(reason)?.as_str().unwrap_or("?")
+                )?,
             }
         }
     }

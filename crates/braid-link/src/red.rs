@@ -58,13 +58,22 @@ impl RedParams {
             return Err("red: avpkt must be positive".into());
         }
         if self.min >= self.max {
-            return Err(format!("red: min ({}) must be below max ({})", self.min, self.max));
+            return Err(format!(
+                "red: min ({}) must be below max ({})",
+                self.min, self.max
+            ));
         }
         if self.limit < self.max {
-            return Err(format!("red: limit ({}) must be at least max ({})", self.limit, self.max));
+            return Err(format!(
+                "red: limit ({}) must be at least max ({})",
+                self.limit, self.max
+            ));
         }
         if !(0.0..=1.0).contains(&self.probability) || self.probability == 0.0 {
-            return Err(format!("red: probability {} must be in (0, 1]", self.probability));
+            return Err(format!(
+                "red: probability {} must be in (0, 1]",
+                self.probability
+            ));
         }
         if self.bandwidth == 0 {
             return Err("red: bandwidth must be positive".into());
@@ -111,7 +120,13 @@ pub struct Red {
 impl Red {
     pub fn new(params: RedParams) -> Self {
         let w = params.weight();
-        Red { params, w, avg: 0.0, count: -1, idle_since: Some(0) }
+        Red {
+            params,
+            w,
+            avg: 0.0,
+            count: -1,
+            idle_since: Some(0),
+        }
     }
 
     /// The current average backlog, bytes.

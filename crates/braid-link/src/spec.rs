@@ -20,28 +20,48 @@ use crate::trace::DeliveryTrace;
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let l = s.to_ascii_lowercase();
     let units: [(&str, f64); 8] = [
-        ("gbps", 8e9), ("mbps", 8e6), ("kbps", 8e3), ("bps", 8.0),
-        ("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0),
+        ("gbps", 8e9),
+        ("mbps", 8e6),
+        ("kbps", 8e3),
+        ("bps", 8.0),
+        ("gbit", 1e9),
+        ("mbit", 1e6),
+        ("kbit", 1e3),
+        ("bit", 1.0),
     ];
     for (suffix, mult) in units {
         if let Some(num) = l.strip_suffix(suffix) {
-            let v: f64 = num.parse().map_err(|_| format!("rate {s:?}: {num:?} is not a number"))?;
+            let v: f64 = num
+                .parse()
+                .map_err(|_| format!("rate {s:?}: {num:?} is not a number"))?;
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("rate {s:?} must be positive"));
             }
             return Ok((v * mult).round() as u64);
         }
     }
-    Err(format!("rate {s:?} needs a unit: bit, kbit, mbit, gbit, bps, kbps, mbps or gbps"))
+    Err(format!(
+        "rate {s:?} needs a unit: bit, kbit, mbit, gbit, bps, kbps, mbps or gbps"
+    ))
 }
 
 /// Parses a time into nanoseconds: "34ms", "500us", "1.5s", "100ns".
 pub fn parse_time(s: &str) -> Result<u64, String> {
     let l = s.to_ascii_lowercase();
-    let units: [(&str, f64); 7] = [("nsec", 1.0), ("usec", 1e3), ("msec", 1e6), ("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)];
+    let units: [(&str, f64); 7] = [
+        ("nsec", 1.0),
+        ("usec", 1e3),
+        ("msec", 1e6),
+        ("ns", 1.0),
+        ("us", 1e3),
+        ("ms", 1e6),
+        ("s", 1e9),
+    ];
     for (suffix, mult) in units {
         if let Some(num) = l.strip_suffix(suffix) {
-            let v: f64 = num.parse().map_err(|_| format!("time {s:?}: {num:?} is not a number"))?;
+            let v: f64 = num
+                .parse()
+                .map_err(|_| format!("time {s:?}: {num:?} is not a number"))?;
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("time {s:?} must not be negative"));
             }
@@ -61,7 +81,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     } else {
         (l.as_str(), 1.0)
     };
-    let v: f64 = num.parse().map_err(|_| format!("size {s:?} is not a number of bytes"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("size {s:?} is not a number of bytes"))?;
     if !(v.is_finite() && v >= 0.0) {
         return Err(format!("size {s:?} must not be negative"));
     }
@@ -74,7 +96,9 @@ pub fn parse_prob(s: &str) -> Result<f64, String> {
         Some(n) => (n, 100.0),
         None => (s, 1.0),
     };
-    let v: f64 = num.parse().map_err(|_| format!("probability {s:?} is not a number"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("probability {s:?} is not a number"))?;
     let p = v / scale;
     if !(0.0..=1.0).contains(&p) {
         return Err(format!("probability {s:?} is outside [0, 1]"));
@@ -94,7 +118,8 @@ impl<'a> Tokens<'a> {
         w
     }
     fn value(&mut self, after: &str) -> Result<&'a str, String> {
-        self.next().ok_or_else(|| format!("{after:?} needs a value"))
+        self.next()
+            .ok_or_else(|| format!("{after:?} needs a value"))
     }
     /// The next word if it parses as a probability (optional arguments of gemodel/state).
     fn optional_prob(&mut self) -> Result<Option<f64>, String> {
@@ -111,11 +136,16 @@ impl<'a> Tokens<'a> {
 /// Parses one direction's configuration.
 pub fn parse(spec: &str) -> Result<Config, String> {
     let mut cfg = Config::default();
-    let mut t = Tokens { words: spec.split_whitespace().collect(), at: 0 };
+    let mut t = Tokens {
+        words: spec.split_whitespace().collect(),
+        at: 0,
+    };
     while let Some(word) = t.next() {
         match word {
             "rate" => cfg.rate_bps = Some(parse_rate(t.value("rate")?)?),
-            "trace" => cfg.trace = Some(std::sync::Arc::new(DeliveryTrace::load(t.value("trace")?)?)),
+            "trace" => {
+                cfg.trace = Some(std::sync::Arc::new(DeliveryTrace::load(t.value("trace")?)?))
+            }
             "delay" => {
                 cfg.delay_ns = parse_time(t.value("delay")?)?;
                 if let Some(j) = t.words.get(t.at).filter(|w| parse_time(w).is_ok()) {
@@ -125,17 +155,25 @@ pub fn parse(spec: &str) -> Result<Config, String> {
             }
             "limit" => {
                 let v = t.value("limit")?;
-                let n: u64 = v.parse().map_err(|_| format!("limit {v:?} is not a number of packets"))?;
+                let n: u64 = v
+                    .parse()
+                    .map_err(|_| format!("limit {v:?} is not a number of packets"))?;
                 cfg.queue = QueueKind::DropTail(Limit::Packets(n));
             }
-            "limit-bytes" => cfg.queue = QueueKind::DropTail(Limit::Bytes(parse_size(t.value("limit-bytes")?)?)),
+            "limit-bytes" => {
+                cfg.queue = QueueKind::DropTail(Limit::Bytes(parse_size(t.value("limit-bytes")?)?))
+            }
             "overhead" => {
                 let v = t.value("overhead")?;
-                cfg.overhead = v.parse().map_err(|_| format!("overhead {v:?} is not a number of bytes"))?;
+                cfg.overhead = v
+                    .parse()
+                    .map_err(|_| format!("overhead {v:?} is not a number of bytes"))?;
             }
             "seed" => {
                 let v = t.value("seed")?;
-                cfg.seed = v.parse().map_err(|_| format!("seed {v:?} is not an integer"))?;
+                cfg.seed = v
+                    .parse()
+                    .map_err(|_| format!("seed {v:?} is not an integer"))?;
             }
             "loss-at" => {
                 cfg.loss_at = match t.value("loss-at")? {
@@ -150,7 +188,9 @@ pub fn parse(spec: &str) -> Result<Config, String> {
         }
     }
     if cfg.rate_bps.is_some() && cfg.trace.is_some() {
-        return Err(format!("link spec {spec:?} gives both rate and trace: the trace is the rate"));
+        return Err(format!(
+            "link spec {spec:?} gives both rate and trace: the trace is the rate"
+        ));
     }
     Ok(cfg)
 }
@@ -158,7 +198,9 @@ pub fn parse(spec: &str) -> Result<Config, String> {
 fn parse_loss(t: &mut Tokens<'_>) -> Result<Loss, String> {
     let kind = t.value("loss")?;
     Ok(match kind {
-        "random" => Loss::Random { p: parse_prob(t.value("loss random")?)? },
+        "random" => Loss::Random {
+            p: parse_prob(t.value("loss random")?)?,
+        },
         "gemodel" => {
             let p = parse_prob(t.value("loss gemodel")?)?;
             let (r, h, k) = (t.optional_prob()?, t.optional_prob()?, t.optional_prob()?);
@@ -166,19 +208,30 @@ fn parse_loss(t: &mut Tokens<'_>) -> Result<Loss, String> {
         }
         "state" => {
             let p13 = parse_prob(t.value("loss state")?)?;
-            let (a, b, c, d) = (t.optional_prob()?, t.optional_prob()?, t.optional_prob()?, t.optional_prob()?);
+            let (a, b, c, d) = (
+                t.optional_prob()?,
+                t.optional_prob()?,
+                t.optional_prob()?,
+                t.optional_prob()?,
+            );
             Loss::four_state(p13, a, b, c, d)
         }
         "periodic" => {
             let v = t.value("loss periodic")?;
-            let every: u64 = v.parse().map_err(|_| format!("loss periodic {v:?} is not a packet count"))?;
+            let every: u64 = v
+                .parse()
+                .map_err(|_| format!("loss periodic {v:?} is not a packet count"))?;
             if every == 0 {
                 return Err("loss periodic 0: every n-th packet needs n >= 1".into());
             }
             Loss::Periodic { every, seen: 0 }
         }
         // netem's shorthand: `loss 1%`
-        p => Loss::Random { p: parse_prob(p).map_err(|e| format!("loss: {e} (or name a model: random, gemodel, state, periodic)"))? },
+        p => Loss::Random {
+            p: parse_prob(p).map_err(|e| {
+                format!("loss: {e} (or name a model: random, gemodel, state, periodic)")
+            })?,
+        },
     })
 }
 
@@ -195,7 +248,12 @@ fn parse_red(t: &mut Tokens<'_>) -> Result<RedParams, String> {
                     "min" => min = Some(parse_size(v)?),
                     "max" => max = Some(parse_size(v)?),
                     "avpkt" => avpkt = Some(parse_size(v)?),
-                    "burst" => burst = Some(v.parse::<u64>().map_err(|_| format!("red burst {v:?} is not a packet count"))?),
+                    "burst" => {
+                        burst = Some(
+                            v.parse::<u64>()
+                                .map_err(|_| format!("red burst {v:?} is not a packet count"))?,
+                        )
+                    }
                     "probability" => prob = parse_prob(v)?,
                     _ => bw = Some(parse_rate(v)?),
                 }
@@ -254,17 +312,33 @@ mod tests {
     #[test]
     fn netem_loss_models() {
         assert_eq!(parse("loss 1%").unwrap().loss, Loss::Random { p: 0.01 });
-        assert_eq!(parse("loss gemodel 1% 25%").unwrap().loss, Loss::gemodel(0.01, Some(0.25), None, None));
-        assert_eq!(parse("loss state 1% 30% 20% 50% 0%").unwrap().loss,
-                   Loss::four_state(0.01, Some(0.3), Some(0.2), Some(0.5), Some(0.0)));
-        assert_eq!(parse("loss periodic 100").unwrap().loss, Loss::Periodic { every: 100, seen: 0 });
+        assert_eq!(
+            parse("loss gemodel 1% 25%").unwrap().loss,
+            Loss::gemodel(0.01, Some(0.25), None, None)
+        );
+        assert_eq!(
+            parse("loss state 1% 30% 20% 50% 0%").unwrap().loss,
+            Loss::four_state(0.01, Some(0.3), Some(0.2), Some(0.5), Some(0.0))
+        );
+        assert_eq!(
+            parse("loss periodic 100").unwrap().loss,
+            Loss::Periodic {
+                every: 100,
+                seen: 0
+            }
+        );
     }
 
     #[test]
     fn red_with_tc_names() {
         let c = parse("rate 10mbit red limit 400k min 30k max 90k avpkt 1000 probability 0.1 bandwidth 10mbit gentle delay 50ms").unwrap();
-        let QueueKind::Red(p) = c.queue else { panic!("not red") };
-        assert_eq!((p.limit, p.min, p.max, p.burst, p.gentle), (400_000, 30_000, 90_000, 50, true));
+        let QueueKind::Red(p) = c.queue else {
+            panic!("not red")
+        };
+        assert_eq!(
+            (p.limit, p.min, p.max, p.burst, p.gentle),
+            (400_000, 30_000, 90_000, 50, true)
+        );
         assert_eq!(c.delay_ns, 50_000_000);
     }
 
@@ -274,19 +348,28 @@ mod tests {
         assert!(parse("delay").unwrap_err().contains("needs a value"));
         assert!(parse("loss 150%").unwrap_err().contains("outside"));
         assert!(parse("wobble 3").unwrap_err().contains("wobble"));
-        assert!(parse("red min 30k max 20k limit 90k bandwidth 1mbit").unwrap_err().contains("min"));
-        assert!(parse("red min 1 max 2 limit 9").unwrap_err().contains("bandwidth"));
-        assert!(parse("trace /nonexistent/trace").unwrap_err().contains("/nonexistent/trace"));
+        assert!(parse("red min 30k max 20k limit 90k bandwidth 1mbit")
+            .unwrap_err()
+            .contains("min"));
+        assert!(parse("red min 1 max 2 limit 9")
+            .unwrap_err()
+            .contains("bandwidth"));
+        assert!(parse("trace /nonexistent/trace")
+            .unwrap_err()
+            .contains("/nonexistent/trace"));
     }
 
     #[test]
     fn trace_is_read_from_its_file_and_excludes_rate() {
-        let path = std::env::temp_dir().join(format!("braid-link-spec-{}.trace", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("braid-link-spec-{}.trace", std::process::id()));
         std::fs::write(&path, "1\n2\n").unwrap();
         let p = path.to_str().unwrap();
         let cfg = parse(&format!("trace {p} delay 5ms")).unwrap();
         assert_eq!(cfg.trace.as_ref().unwrap().mean_rate_bps(), 12e6);
-        assert!(parse(&format!("rate 10mbit trace {p}")).unwrap_err().contains("both rate and trace"));
+        assert!(parse(&format!("rate 10mbit trace {p}"))
+            .unwrap_err()
+            .contains("both rate and trace"));
         std::fs::remove_file(&path).unwrap();
     }
 }

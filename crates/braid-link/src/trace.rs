@@ -28,7 +28,9 @@ impl DeliveryTrace {
             if line.is_empty() {
                 continue;
             }
-            let t: u64 = line.parse().map_err(|_| format!("trace line {}: {line:?} is not a millisecond count", i + 1))?;
+            let t: u64 = line.parse().map_err(|_| {
+                format!("trace line {}: {line:?} is not a millisecond count", i + 1)
+            })?;
             if v.last().is_some_and(|&last| t < last) {
                 return Err(format!("trace line {}: {t} ms goes back in time", i + 1));
             }
@@ -38,17 +40,22 @@ impl DeliveryTrace {
         if period_ms == 0 {
             return Err("trace's last timestamp must be positive: it is the trace's period".into());
         }
-        Ok(DeliveryTrace { opportunities_ms: v, period_ms })
+        Ok(DeliveryTrace {
+            opportunities_ms: v,
+            period_ms,
+        })
     }
 
     pub fn load(path: &str) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("reading trace {path:?}: {e}"))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("reading trace {path:?}: {e}"))?;
         Self::parse(&text).map_err(|e| format!("{path}: {e}"))
     }
 
     /// The long-run rate, bit/s.
     pub fn mean_rate_bps(&self) -> f64 {
-        self.opportunities_ms.len() as f64 * OPPORTUNITY_BYTES as f64 * 8.0 / (self.period_ms as f64 / 1000.0)
+        self.opportunities_ms.len() as f64 * OPPORTUNITY_BYTES as f64 * 8.0
+            / (self.period_ms as f64 / 1000.0)
     }
 
     /// (cycle, index) of the first opportunity at or after `at_ns`.
@@ -79,7 +86,12 @@ pub struct Cursor {
 
 impl Cursor {
     pub fn new(trace: Arc<DeliveryTrace>) -> Self {
-        Cursor { trace, cycle: 0, idx: 0, left: OPPORTUNITY_BYTES }
+        Cursor {
+            trace,
+            cycle: 0,
+            idx: 0,
+            left: OPPORTUNITY_BYTES,
+        }
     }
 
     fn now_ns(&self) -> u64 {
@@ -146,15 +158,28 @@ mod tests {
         let t = DeliveryTrace::parse("1\n2\n3\n4\n").unwrap();
         assert_eq!(t.mean_rate_bps(), 12e6);
         // Two per millisecond, with blank lines: 24 Mb/s.
-        assert_eq!(DeliveryTrace::parse("1\n1\n\n2\n2\n").unwrap().mean_rate_bps(), 24e6);
+        assert_eq!(
+            DeliveryTrace::parse("1\n1\n\n2\n2\n")
+                .unwrap()
+                .mean_rate_bps(),
+            24e6
+        );
     }
 
     #[test]
     fn bad_traces_are_named() {
-        assert!(DeliveryTrace::parse("").unwrap_err().contains("no delivery"));
-        assert!(DeliveryTrace::parse("3\n2\n").unwrap_err().contains("line 2"));
-        assert!(DeliveryTrace::parse("1\nx\n").unwrap_err().contains("line 2"));
-        assert!(DeliveryTrace::parse("0\n0\n").unwrap_err().contains("period"));
+        assert!(DeliveryTrace::parse("")
+            .unwrap_err()
+            .contains("no delivery"));
+        assert!(DeliveryTrace::parse("3\n2\n")
+            .unwrap_err()
+            .contains("line 2"));
+        assert!(DeliveryTrace::parse("1\nx\n")
+            .unwrap_err()
+            .contains("line 2"));
+        assert!(DeliveryTrace::parse("0\n0\n")
+            .unwrap_err()
+            .contains("period"));
     }
 
     #[test]

@@ -74,7 +74,10 @@ pub fn parse_reply(ip_packet: &[u8], ident: u16) -> Option<Reply> {
     if seq as u16 != u16::from_be_bytes([icmp[6], icmp[7]]) {
         return None;
     }
-    Some(Reply { seq, sent_ns: u64::from_be_bytes(icmp[16..24].try_into().unwrap()) })
+    Some(Reply {
+        seq,
+        sent_ns: u64::from_be_bytes(icmp[16..24].try_into().unwrap()),
+    })
 }
 
 #[cfg(test)]
@@ -84,7 +87,10 @@ mod tests {
     #[test]
     fn rfc1071_example() {
         // RFC 1071 section 3: the words 0001 f203 f4f5 f6f7 sum to ddf2.
-        assert_eq!(checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), !0xddf2);
+        assert_eq!(
+            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
+            !0xddf2
+        );
         // An odd length pads with a zero byte.
         assert_eq!(checksum(&[0x12]), !0x1200);
     }
@@ -97,7 +103,9 @@ mod tests {
         icmp[2..4].fill(0);
         let sum = checksum(&icmp);
         icmp[2..4].copy_from_slice(&sum.to_be_bytes());
-        let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0, 10, 9, 0, 2, 10, 9, 0, 1];
+        let mut ip = vec![
+            0x45, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0, 10, 9, 0, 2, 10, 9, 0, 1,
+        ];
         ip.extend(icmp);
         ip
     }
@@ -111,7 +119,13 @@ mod tests {
         assert_eq!(&buf[..2], &[8, 0]);
         assert_eq!(u16::from_be_bytes([buf[6], buf[7]]), 70_000u64 as u16);
         let reply = as_reply(&buf[..len]);
-        assert_eq!(parse_reply(&reply, 0xbeef), Some(Reply { seq: 70_000, sent_ns: 123_456_789 }));
+        assert_eq!(
+            parse_reply(&reply, 0xbeef),
+            Some(Reply {
+                seq: 70_000,
+                sent_ns: 123_456_789
+            })
+        );
     }
 
     #[test]
@@ -123,7 +137,11 @@ mod tests {
         let mut bad = good.clone();
         bad[40] ^= 1;
         assert!(parse_reply(&bad, 7).is_none(), "checksum");
-        let req = { let mut r = good.clone(); r[20] = ECHO_REQUEST; r };
+        let req = {
+            let mut r = good.clone();
+            r[20] = ECHO_REQUEST;
+            r
+        };
         assert!(parse_reply(&req, 7).is_none(), "a request is no reply");
         assert!(parse_reply(&good[..30], 7).is_none(), "truncated");
         assert!(parse_reply(&[], 7).is_none());

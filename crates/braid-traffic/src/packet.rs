@@ -76,9 +76,18 @@ impl Header {
         };
         let (start_ns, sent_ns) = (u64_at(16), u64_at(24));
         if sent_ns < start_ns {
-            return Err(DecodeError::Clock { start: start_ns, sent: sent_ns });
+            return Err(DecodeError::Clock {
+                start: start_ns,
+                sent: sent_ns,
+            });
         }
-        Ok(Header { kind, seq: u64_at(8), start_ns, sent_ns, flow: u32::from_be_bytes(buf[32..36].try_into().unwrap()) })
+        Ok(Header {
+            kind,
+            seq: u64_at(8),
+            start_ns,
+            sent_ns,
+            flow: u32::from_be_bytes(buf[32..36].try_into().unwrap()),
+        })
     }
 
     /// Nanoseconds since the source started.
@@ -93,7 +102,13 @@ mod tests {
 
     #[test]
     fn bytes_on_the_wire() {
-        let h = Header { kind: Kind::Data, seq: 0x0102, start_ns: 10, sent_ns: 0x0a0b, flow: 7 };
+        let h = Header {
+            kind: Kind::Data,
+            seq: 0x0102,
+            start_ns: 10,
+            sent_ns: 0x0a0b,
+            flow: 7,
+        };
         let mut buf = [0xffu8; 40];
         h.encode(&mut buf);
         let expect: [u8; 36] = [
@@ -112,7 +127,13 @@ mod tests {
     #[test]
     fn round_trip_both_kinds() {
         for kind in [Kind::Data, Kind::Fin] {
-            let h = Header { kind, seq: u64::MAX, start_ns: 1, sent_ns: u64::MAX, flow: u32::MAX };
+            let h = Header {
+                kind,
+                seq: u64::MAX,
+                start_ns: 1,
+                sent_ns: u64::MAX,
+                flow: u32::MAX,
+            };
             let mut buf = [0u8; HEADER_LEN];
             h.encode(&mut buf);
             assert_eq!(Header::decode(&buf), Ok(h));
@@ -122,7 +143,14 @@ mod tests {
     #[test]
     fn malformed_datagrams_are_named() {
         let mut buf = [0u8; HEADER_LEN];
-        Header { kind: Kind::Data, seq: 1, start_ns: 5, sent_ns: 6, flow: 0 }.encode(&mut buf);
+        Header {
+            kind: Kind::Data,
+            seq: 1,
+            start_ns: 5,
+            sent_ns: 6,
+            flow: 0,
+        }
+        .encode(&mut buf);
         assert_eq!(Header::decode(&buf[..35]), Err(DecodeError::Short(35)));
         let mut b = buf;
         b[0] = b'X';
@@ -135,6 +163,12 @@ mod tests {
         assert_eq!(Header::decode(&b), Err(DecodeError::Kind(4)));
         let mut b = buf;
         b[16..24].copy_from_slice(&100u64.to_be_bytes());
-        assert_eq!(Header::decode(&b), Err(DecodeError::Clock { start: 100, sent: 6 }));
+        assert_eq!(
+            Header::decode(&b),
+            Err(DecodeError::Clock {
+                start: 100,
+                sent: 6
+            })
+        );
     }
 }

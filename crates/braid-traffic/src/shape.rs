@@ -15,7 +15,11 @@ pub enum Shape {
     /// Avg = (Max - Min)/2 and c = 0.05*pi*period. The cosine's true period is
     /// 2*pi*c = 0.1*pi^2*period (9.87 s for the paper's 10 s); we keep the
     /// paper's formula, since its capacity figures (Eq. 7-8) integrate it.
-    Sine { min_bps: f64, max_bps: f64, period_s: f64 },
+    Sine {
+        min_bps: f64,
+        max_bps: f64,
+        period_s: f64,
+    },
     /// Packets at exponentially distributed gaps with this mean rate in bit/s.
     Poisson { bps: f64 },
 }
@@ -40,9 +44,21 @@ impl Shape {
                     return Err(ShapeError::Rate(bps));
                 }
             }
-            Shape::Sine { min_bps, max_bps, period_s } => {
-                if !(min_bps.is_finite() && max_bps.is_finite() && min_bps >= 0.0 && max_bps >= min_bps && max_bps > 0.0) {
-                    return Err(ShapeError::Bounds { min: min_bps, max: max_bps });
+            Shape::Sine {
+                min_bps,
+                max_bps,
+                period_s,
+            } => {
+                if !(min_bps.is_finite()
+                    && max_bps.is_finite()
+                    && min_bps >= 0.0
+                    && max_bps >= min_bps
+                    && max_bps > 0.0)
+                {
+                    return Err(ShapeError::Bounds {
+                        min: min_bps,
+                        max: max_bps,
+                    });
                 }
                 if !ok(period_s) {
                     return Err(ShapeError::Period(period_s));
@@ -56,7 +72,11 @@ impl Shape {
     pub fn rate(&self, t: f64) -> f64 {
         match *self {
             Shape::Constant { bps } | Shape::Poisson { bps } => bps,
-            Shape::Sine { min_bps, max_bps, period_s } => {
+            Shape::Sine {
+                min_bps,
+                max_bps,
+                period_s,
+            } => {
                 let avg = (max_bps - min_bps) / 2.0;
                 avg * (t / sine_c(period_s)).cos() + min_bps + avg
             }
@@ -67,7 +87,11 @@ impl Shape {
     pub fn bits(&self, t: f64) -> f64 {
         match *self {
             Shape::Constant { bps } | Shape::Poisson { bps } => bps * t,
-            Shape::Sine { min_bps, max_bps, period_s } => {
+            Shape::Sine {
+                min_bps,
+                max_bps,
+                period_s,
+            } => {
                 let avg = (max_bps - min_bps) / 2.0;
                 let c = sine_c(period_s);
                 avg * c * (t / c).sin() + (min_bps + avg) * t
@@ -93,7 +117,13 @@ pub struct Schedule {
 impl Schedule {
     pub fn new(shape: Shape, packet_bytes: usize, seed: u64) -> Result<Self, ShapeError> {
         shape.validate()?;
-        Ok(Schedule { shape, packet_bits: packet_bytes as f64 * 8.0, sent: 0, last: 0.0, rng: Rng::new(seed) })
+        Ok(Schedule {
+            shape,
+            packet_bits: packet_bytes as f64 * 8.0,
+            sent: 0,
+            last: 0.0,
+            rng: Rng::new(seed),
+        })
     }
 
     /// When the next packet is due. The first is due at 0. Deterministic
@@ -147,7 +177,11 @@ impl Schedule {
             }
             let r = self.shape.rate(t);
             let newton = t - err / r;
-            t = if r > 0.0 && newton > lo && newton < hi { newton } else { (lo + hi) / 2.0 };
+            t = if r > 0.0 && newton > lo && newton < hi {
+                newton
+            } else {
+                (lo + hi) / 2.0
+            };
         }
         t
     }
@@ -157,7 +191,11 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    const PAPER_UDP_1_10: Shape = Shape::Sine { min_bps: 1e6, max_bps: 10e6, period_s: 10.0 };
+    const PAPER_UDP_1_10: Shape = Shape::Sine {
+        min_bps: 1e6,
+        max_bps: 10e6,
+        period_s: 10.0,
+    };
 
     #[test]
     fn sine_starts_at_max_and_reaches_min_half_a_cycle_later() {
@@ -172,7 +210,11 @@ mod tests {
 
     #[test]
     fn bits_is_the_integral_of_rate() {
-        let s = Shape::Sine { min_bps: 50e6, max_bps: 80e6, period_s: 10.0 };
+        let s = Shape::Sine {
+            min_bps: 50e6,
+            max_bps: 80e6,
+            period_s: 10.0,
+        };
         let (mut sum, dt) = (0.0, 1e-4);
         for i in 0..100_000 {
             sum += s.rate((i as f64 + 0.5) * dt) * dt;
@@ -190,13 +232,20 @@ mod tests {
             assert!(t > prev, "departures must increase: {prev} then {t}");
             prev = t;
             let due = PAPER_UDP_1_10.bits(t);
-            assert!((due - k as f64 * bits).abs() < 1.0, "packet {k} at {t}: due {due}");
+            assert!(
+                (due - k as f64 * bits).abs() < 1.0,
+                "packet {k} at {t}: due {due}"
+            );
         }
     }
 
     #[test]
     fn sine_from_zero_still_schedules() {
-        let s = Shape::Sine { min_bps: 0.0, max_bps: 1e6, period_s: 1.0 };
+        let s = Shape::Sine {
+            min_bps: 0.0,
+            max_bps: 1e6,
+            period_s: 1.0,
+        };
         let mut sch = Schedule::new(s, 1000, 1).unwrap();
         let times: Vec<f64> = (0..500).map(|_| sch.next_departure()).collect();
         assert!(times.windows(2).all(|w| w[1] > w[0]));
@@ -231,9 +280,24 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_refused() {
-        assert_eq!(Shape::Constant { bps: 0.0 }.validate(), Err(ShapeError::Rate(0.0)));
-        assert!(Shape::Sine { min_bps: 5.0, max_bps: 1.0, period_s: 1.0 }.validate().is_err());
-        assert!(Shape::Sine { min_bps: 0.0, max_bps: 1.0, period_s: 0.0 }.validate().is_err());
+        assert_eq!(
+            Shape::Constant { bps: 0.0 }.validate(),
+            Err(ShapeError::Rate(0.0))
+        );
+        assert!(Shape::Sine {
+            min_bps: 5.0,
+            max_bps: 1.0,
+            period_s: 1.0
+        }
+        .validate()
+        .is_err());
+        assert!(Shape::Sine {
+            min_bps: 0.0,
+            max_bps: 1.0,
+            period_s: 0.0
+        }
+        .validate()
+        .is_err());
         assert!(Schedule::new(Shape::Poisson { bps: f64::NAN }, 10, 0).is_err());
     }
 }

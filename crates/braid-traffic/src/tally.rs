@@ -34,7 +34,11 @@ pub struct Totals {
 impl Totals {
     pub fn loss_ratio(&self) -> f64 {
         let sent = self.sent.unwrap_or(self.packets + self.lost);
-        if sent == 0 { 0.0 } else { self.lost as f64 / sent as f64 }
+        if sent == 0 {
+            0.0
+        } else {
+            self.lost as f64 / sent as f64
+        }
     }
 }
 
@@ -51,13 +55,22 @@ impl Tally {
     /// `interval_ns` must be positive.
     pub fn new(interval_ns: u64) -> Self {
         assert!(interval_ns > 0, "a tally needs a positive interval");
-        Tally { interval_ns, bins: BTreeMap::new(), next_seq: 0, totals: Totals::default(), newest_ns: 0 }
+        Tally {
+            interval_ns,
+            bins: BTreeMap::new(),
+            next_seq: 0,
+            totals: Totals::default(),
+            newest_ns: 0,
+        }
     }
 
     /// A data packet `seq` of `bytes`, sent `offset_ns` after the source started.
     pub fn data(&mut self, seq: u64, offset_ns: u64, bytes: u64) {
         let index = offset_ns / self.interval_ns;
-        let bin = self.bins.entry(index).or_insert(Bin { index, ..Bin::default() });
+        let bin = self.bins.entry(index).or_insert(Bin {
+            index,
+            ..Bin::default()
+        });
         bin.packets += 1;
         bin.bytes += bytes;
         self.totals.packets += 1;
@@ -82,7 +95,13 @@ impl Tally {
             let tail = sent - self.next_seq;
             self.totals.lost += tail;
             let index = self.newest_ns / self.interval_ns;
-            self.bins.entry(index).or_insert(Bin { index, ..Bin::default() }).lost += tail as i64;
+            self.bins
+                .entry(index)
+                .or_insert(Bin {
+                    index,
+                    ..Bin::default()
+                })
+                .lost += tail as i64;
             self.next_seq = sent;
         }
         self.totals.sent = Some(sent);
@@ -93,11 +112,17 @@ impl Tally {
     pub fn settled(&mut self, grace_ns: u64) -> Vec<Bin> {
         let horizon = self.newest_ns.saturating_sub(grace_ns) / self.interval_ns;
         // Called for every datagram: most of the time nothing has settled.
-        if self.bins.first_key_value().is_none_or(|(&oldest, _)| oldest >= horizon) {
+        if self
+            .bins
+            .first_key_value()
+            .is_none_or(|(&oldest, _)| oldest >= horizon)
+        {
             return Vec::new();
         }
         let keep = self.bins.split_off(&horizon);
-        std::mem::replace(&mut self.bins, keep).into_values().collect()
+        std::mem::replace(&mut self.bins, keep)
+            .into_values()
+            .collect()
     }
 
     /// Every bin still held, oldest first.
@@ -124,11 +149,29 @@ mod tests {
         t.data(4, 150 * MS, 100); // 2 and 3 lost
         t.data(5, 250 * MS, 100);
         let bins = t.drain();
-        assert_eq!(bins, vec![
-            Bin { index: 0, packets: 2, bytes: 200, lost: 0 },
-            Bin { index: 1, packets: 1, bytes: 100, lost: 2 },
-            Bin { index: 2, packets: 1, bytes: 100, lost: 0 },
-        ]);
+        assert_eq!(
+            bins,
+            vec![
+                Bin {
+                    index: 0,
+                    packets: 2,
+                    bytes: 200,
+                    lost: 0
+                },
+                Bin {
+                    index: 1,
+                    packets: 1,
+                    bytes: 100,
+                    lost: 2
+                },
+                Bin {
+                    index: 2,
+                    packets: 1,
+                    bytes: 100,
+                    lost: 0
+                },
+            ]
+        );
         assert_eq!(t.totals().lost, 2);
         assert!((t.totals().loss_ratio() - 2.0 / 6.0).abs() < 1e-12);
     }

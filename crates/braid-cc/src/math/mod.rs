@@ -90,7 +90,8 @@ impl Drop for Window {
 
 fn vectors() -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bpf/vectors/cc.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
@@ -107,7 +108,11 @@ fn run_trace(t: &Value) -> Vec<String> {
     let name = t["name"].as_str().unwrap_or("?");
     let control = t["control"].as_str().expect("trace without control");
     let start = &t["start"];
-    let w = Window::new(control, u(start, "cwnd", 10) as u32, u(start, "ssthresh", u32::MAX as u64) as u32);
+    let w = Window::new(
+        control,
+        u(start, "cwnd", 10) as u32,
+        u(start, "ssthresh", u32::MAX as u64) as u32,
+    );
     let frac = u(t, "frac_cwnd", 1000) as u32;
     let n = u(t, "n", 1) as u32;
     let k = k_milli(t);
@@ -130,7 +135,9 @@ fn run_trace(t: &Value) -> Vec<String> {
         }
         if let Some(r) = step.get("reduce") {
             // SAFETY: live simulation.
-            unsafe { braid_native_tcpp_reduce(w.ptr, u(r, "missed", 1) as u32, u(r, "epoch", 0), n, k) };
+            unsafe {
+                braid_native_tcpp_reduce(w.ptr, u(r, "missed", 1) as u32, u(r, "epoch", 0), n, k)
+            };
         }
         if let Some(l) = step.get("loss") {
             let mut signal = 0;
@@ -148,7 +155,9 @@ fn run_trace(t: &Value) -> Vec<String> {
             };
             if let Some(want) = step.get("signal").and_then(Value::as_i64) {
                 if want != signal as i64 {
-                    failures.push(format!("{name}: step {i}: signal {signal}, expected {want}"));
+                    failures.push(format!(
+                        "{name}: step {i}: signal {signal}, expected {want}"
+                    ));
                 }
             }
         }
@@ -156,7 +165,9 @@ fn run_trace(t: &Value) -> Vec<String> {
             for (field, want) in exp {
                 let got = w.get(field);
                 if Some(got) != want.as_u64() {
-                    failures.push(format!("{name}: step {i}: {field} = {got}, expected {want}"));
+                    failures.push(format!(
+                        "{name}: step {i}: {field} = {got}, expected {want}"
+                    ));
                 }
             }
         }
@@ -168,12 +179,20 @@ fn run_trace(t: &Value) -> Vec<String> {
 fn every_trace_of_the_vectors_holds() {
     let v = vectors();
     let traces = v["traces"].as_array().expect("traces");
-    let controls: std::collections::BTreeSet<_> = traces.iter().map(|t| t["control"].as_str().unwrap()).collect();
+    let controls: std::collections::BTreeSet<_> = traces
+        .iter()
+        .map(|t| t["control"].as_str().unwrap())
+        .collect();
     for c in ["stcp", "hstcp", "htcp", "frac", "tcpp"] {
         assert!(controls.contains(c), "the vectors cover no {c} trace");
     }
     let failures: Vec<String> = traces.iter().flat_map(run_trace).collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -187,7 +206,10 @@ fn hstcp_table_matches_rfc3649_rows() {
         let (got_a, got_b) = unsafe { (braid_native_hstcp_a(w), braid_native_hstcp_b_256(w)) };
         assert_eq!(got_a, a, "a({w})");
         let got_b = got_b as f64 / 256.0;
-        assert!((got_b - b).abs() <= 0.01, "b({w}) = {got_b}, RFC 3649 says {b}");
+        assert!(
+            (got_b - b).abs() <= 0.01,
+            "b({w}) = {got_b}, RFC 3649 says {b}"
+        );
     }
     let beyond = &v["hstcp_rows"]["beyond_table"];
     let w = beyond[0].as_u64().unwrap() as u32;
@@ -205,7 +227,12 @@ fn hstcp_table_is_monotonic() {
     let mut last_b = u32::MAX;
     for r in 0..rows {
         // SAFETY: pure functions, r in range.
-        let (w, b) = unsafe { (braid_native_hstcp_row_cwnd(r), braid_native_hstcp_b_256(braid_native_hstcp_row_cwnd(r))) };
+        let (w, b) = unsafe {
+            (
+                braid_native_hstcp_row_cwnd(r),
+                braid_native_hstcp_b_256(braid_native_hstcp_row_cwnd(r)),
+            )
+        };
         assert!(w > last_w && b <= last_b, "row {r}: w {w} b {b}");
         // SAFETY: pure function.
         assert_eq!(unsafe { braid_native_hstcp_a(w) }, r + 1);
@@ -223,12 +250,18 @@ fn tcpp_eq9_for_n10_matches_the_paper_and_gives_eq6() {
         let f = row[1].as_f64().unwrap();
         // SAFETY: pure function.
         let got = unsafe { braid_native_tcpp_factor_1024(n, k * 1000) } as f64 / 1024.0;
-        assert!((got - f).abs() < 1.0 / 1024.0, "Eq. 9 N={n} k={k}: {got} vs {f}");
+        assert!(
+            (got - f).abs() < 1.0 / 1024.0,
+            "Eq. 9 N={n} k={k}: {got} vs {f}"
+        );
         // Eq. 6: with equal windows, one member halving and N-1 scaling by Eq. 9
         // leaves the group at (2k-1)/(2k) of its window.
         let total = 0.5 + (n - 1) as f64 * got;
         let eq6 = n as f64 * (2 * k - 1) as f64 / (2 * k) as f64;
-        assert!((total - eq6).abs() < 0.01 * n as f64, "Eq. 6 N={n} k={k}: {total} vs {eq6}");
+        assert!(
+            (total - eq6).abs() < 0.01 * n as f64,
+            "Eq. 6 N={n} k={k}: {total} vs {eq6}"
+        );
     }
 }
 
@@ -236,20 +269,40 @@ fn tcpp_eq9_for_n10_matches_the_paper_and_gives_eq6() {
 fn tcpp_eq8_thresholds() {
     let v = vectors();
     for row in v["tcpp_eq8"]["rows"].as_array().unwrap() {
-        let (n, w, want) = (row[0].as_u64().unwrap(), row[1].as_u64().unwrap(), row[2].as_u64().unwrap());
+        let (n, w, want) = (
+            row[0].as_u64().unwrap(),
+            row[1].as_u64().unwrap(),
+            row[2].as_u64().unwrap(),
+        );
         // SAFETY: pure function.
-        assert_eq!(unsafe { braid_native_tcpp_threshold2(n as u32, w as u32) }, want, "N={n} W={w}");
+        assert_eq!(
+            unsafe { braid_native_tcpp_threshold2(n as u32, w as u32) },
+            want,
+            "N={n} W={w}"
+        );
     }
 }
 
 #[test]
 fn htcp_alpha_rows() {
     let v = vectors();
-    for row in v["htcp_alpha"]["rows_since_us_minrtt_us_beta128_alpha128"].as_array().unwrap() {
-        let r: Vec<u64> = row.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    for row in v["htcp_alpha"]["rows_since_us_minrtt_us_beta128_alpha128"]
+        .as_array()
+        .unwrap()
+    {
+        let r: Vec<u64> = row
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
         // SAFETY: pure function.
         let got = unsafe { braid_native_htcp_alpha_at(r[0], r[1] as u32, r[2] as u32) };
-        assert_eq!(got as u64, r[3], "alpha(since {} us, min_rtt {} us, beta {}/128)", r[0], r[1], r[2]);
+        assert_eq!(
+            got as u64, r[3],
+            "alpha(since {} us, min_rtt {} us, beta {}/128)",
+            r[0], r[1], r[2]
+        );
     }
 }
 
@@ -271,7 +324,10 @@ fn frac_growth_ratio_is_frac_over_1000_over_a_long_run() {
         let g = |w: &Window| (w.get("cwnd").pow(2) - 400) as f64;
         let ratio = g(&fr) / g(&reno);
         let want = frac as f64 / 1000.0;
-        assert!((ratio - want).abs() / want < 0.05, "frac {frac}: ratio {ratio}, want {want}");
+        assert!(
+            (ratio - want).abs() / want < 0.05,
+            "frac {frac}: ratio {ratio}, want {want}"
+        );
     }
 }
 
@@ -281,6 +337,9 @@ fn shared_constants_agree_with_intf_h() {
     unsafe {
         assert_eq!(braid_native_abi_version(), crate::settings::ABI_VERSION);
         assert_eq!(braid_native_frac_scale(), crate::settings::FRAC_SCALE);
-        assert_eq!(braid_native_strength_scale(), crate::settings::STRENGTH_SCALE);
+        assert_eq!(
+            braid_native_strength_scale(),
+            crate::settings::STRENGTH_SCALE
+        );
     }
 }
