@@ -61,7 +61,21 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def timed(fn) -> float:
+def wait_listening(port: int, timeout: float = 10.0) -> None:
+    """Waits for a listener without connecting to it (nc -l accepts only one)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+        if out.strip():
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def timed(fn, dest: Path) -> float:
+    # A new directory each time: creating files right after deleting as many makes
+    # ext4 search past the recently deleted inodes, which would slow every tool.
+    fresh(dest)
     subprocess.run(["sync"], check=True)
     t = time.monotonic()
     fn()
@@ -69,10 +83,11 @@ def timed(fn) -> float:
     return time.monotonic() - t
 
 
-def fresh(d: Path) -> Path:
-    shutil.rmtree(d, ignore_errors=True)
+def fresh(d: Path) -> None:
+    """Moves the last copy aside, to be deleted at the end, and makes `d` anew."""
+    if d.exists():
+        d.rename(d.with_name(f"old{time.monotonic_ns()}"))
     d.mkdir(parents=True)
-    return d
 
 
 def count(d: Path) -> int:
@@ -83,6 +98,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=None, help="where to work (default: a new directory in /var/tmp)")
+    ap.add_argument("--also", type=Path, default=None, metavar="BIN",
+                    help="another braid binary (an older build, say) measured in the same rounds")
     a = ap.parse_args()
     for tool in ("rsync", "nc", "tar"):
         if not shutil.which(tool):
@@ -93,47 +110,60 @@ def main() -> None:
         src = work / "tree"
         size = make_tree(src)
         print(f"tree: {FILES} files in {DIRS} directories, {size / 1e6:.1f} MB, on {work}")
-        dst = {k: work / k for k in ("braid", "rsync", "tar")}
+        dst = {k: work / k for k in ("braid", "rsync", "tar", "also")}
         for d in dst.values():
             d.mkdir()
+        dst = {k: d / "run" for k, d in dst.items()}
         bport = free_port()
         env = dict(os.environ, BRAID_TOKEN=TOKEN)
         procs.append(subprocess.Popen([str(BRAID), "serve", "--listen", f"127.0.0.1:{bport}", "--root",
-                                       str(dst["braid"])], env=env, stderr=subprocess.DEVNULL))
+                                       str(dst["braid"].parent)], env=env, stderr=subprocess.DEVNULL))
         rport = free_port()
         conf = work / "rsyncd.conf"
-        conf.write_text(f"use chroot = no\n[m]\npath = {dst['rsync']}\nread only = no\nuid = root\ngid = root\n")
+        conf.write_text(f"use chroot = no\n[m]\npath = {dst['rsync'].parent}\nread only = no\nuid = root\ngid = root\n")
         procs.append(subprocess.Popen(["rsync", "--daemon", "--no-detach", f"--port={rport}", f"--config={conf}",
                                        "--address=127.0.0.1"]))
+        aport = free_port()
+        if a.also:
+            procs.append(subprocess.Popen([str(a.also), "serve", "--listen", f"127.0.0.1:{aport}", "--root",
+                                           str(dst["also"].parent)], env=env, stderr=subprocess.DEVNULL))
+            wait_port(aport)
         wait_port(bport)
         wait_port(rport)
 
+        def send(binary: Path, port: int, dest: Path) -> None:
+            p = subprocess.run([str(binary), "send", str(src), f"127.0.0.1:{port}:{dest.name}", "--ssh",
+                                "never", "-n", "4"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+            if p.returncode != 0:
+                sys.exit(f"bench-files: {binary} send failed ({p.returncode}): {p.stderr}")
+
         def braid() -> None:
-            fresh(dst["braid"])
-            subprocess.run([str(BRAID), "send", str(src), f"127.0.0.1:{bport}:", "--ssh", "never", "-n", "4"],
-                           env=env, check=True, stdout=subprocess.DEVNULL)
+            send(BRAID, bport, dst["braid"])
 
         def rsync() -> None:
-            fresh(dst["rsync"])
-            subprocess.run(["rsync", "-a", str(src), f"rsync://127.0.0.1:{rport}/m/"], check=True)
+            subprocess.run(["rsync", "-a", str(src), f"rsync://127.0.0.1:{rport}/m/{dst['rsync'].name}/"], check=True)
 
         def tar() -> None:
-            out = fresh(dst["tar"])
+            out = dst["tar"]
             port = free_port()
             rx = subprocess.Popen(f"nc -l 127.0.0.1 {port} | tar -x -C {out}", shell=True)
-            wait_port(port)
+            wait_listening(port)
             subprocess.run(f"tar -c -C {work} tree | nc -N 127.0.0.1 {port}", shell=True, check=True)
             rx.wait(120)
 
-        tools = {"braid": braid, "rsync daemon": rsync, "tar | nc | tar": tar}
+        tools = {"braid": (braid, dst["braid"]), "rsync daemon": (rsync, dst["rsync"]),
+                 "tar | nc | tar": (tar, dst["tar"])}
+        if a.also:
+            tools[f"braid ({a.also})"] = (lambda: send(a.also, aport, dst["also"]), dst["also"])
         times: dict[str, list[float]] = {k: [] for k in tools}
         for r in range(a.runs):
             order = list(tools)
             random.Random(r).shuffle(order)
             for name in order:
-                times[name].append(timed(tools[name]))
+                times[name].append(timed(*tools[name]))
             print(f"run {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.2f} s" for n in tools))
-        for name, d in zip(tools, dst.values()):
+        for name, (_, d) in tools.items():
             got = count(d)
             if got != FILES:
                 print(f"warning: {name} left {got} files, not {FILES}")

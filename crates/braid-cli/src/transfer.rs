@@ -394,9 +394,19 @@ fn print_summary(s: &Summary, json: bool) {
 }
 
 /// A running `braid serve` reads and writes only below its root: an
-/// absolute path there would quietly mean something else.
-fn below_root(path: &str) -> Result<()> {
+/// absolute path there would quietly mean something else. Where nothing
+/// listens, the connection's refusal is returned, so that a far end is
+/// started over ssh (with the path's own root) as usual.
+fn below_root(path: &str, target: &str) -> Result<()> {
     if path.starts_with('/') {
+        for addr in braid::session::resolve(target)? {
+            if let Err(e) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10)) {
+                let e = Error::connect(format!("connecting to {addr}"), e);
+                if e.is_refused() {
+                    return Err(e);
+                }
+            }
+        }
         return Err(Error::Usage(format!(
             "{path} is absolute, but a running braid serve works only below its --root: \
              write it relative to that root (or use --ssh always to start a server whose root is /)"
@@ -442,7 +452,7 @@ pub fn send(a: SendArgs) -> Result<()> {
     // A server we start has the path's root as its root; a running one has a root of its own.
     let s = with_far_end(&a.s, cfg, &remote.login, Some(&root), |cfg, ours| {
         if !ours {
-            below_root(dest)?;
+            below_root(dest, &cfg.target)?;
         }
         client::send(cfg, &sources, if ours { &below } else { dest })
     })?;
@@ -480,7 +490,7 @@ pub fn get(a: GetArgs) -> Result<()> {
     let local = PathBuf::from(local);
     let s = with_far_end(&a.s, cfg, &remote.login, root.as_deref(), |cfg, ours| {
         if !ours {
-            paths.iter().try_for_each(|p| below_root(p))?;
+            paths.iter().try_for_each(|p| below_root(p, &cfg.target))?;
         }
         client::get(cfg, if ours { &below } else { &paths }, &local)
     })?;

@@ -205,6 +205,11 @@ impl FrameReader {
         self.reader.get_ref()
     }
 
+    /// Bytes read from the socket and not yet taken.
+    pub fn buffered(&self) -> usize {
+        self.reader.buffer().len()
+    }
+
     /// Whether a message has begun to arrive within `timeout`.
     pub fn wait_readable(&self, timeout: Duration) -> bool {
         if !self.reader.buffer().is_empty() {

@@ -42,6 +42,8 @@ pub const DEFAULT_MAX_BLOCKS: u64 = 1 << 22;
 /// Leftovers of a transfer untouched this long are removed by the next
 /// session that receives into the same directory.
 pub const DEFAULT_PARTIAL_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// A receiving stream acknowledges at least this often while blocks stream in.
+const ACK_EVERY: u64 = 4 << 20;
 /// Part files open at once; past this a file is closed after each write, so
 /// a tree of any number of files stays within the descriptor limit.
 const OPEN_FILES: usize = 128;
@@ -90,6 +92,13 @@ pub struct Incoming {
     pub published: bool,
     /// The part file's filesystem, when it is not the root's (synced apart).
     other_device: bool,
+    /// The part file exists: made up front for a file of more than one
+    /// block, at its first block for a smaller one.
+    part_made: bool,
+    /// A journal may exist for it.
+    journaled: bool,
+    /// The part file has the entry's mode and mtime.
+    stamped: bool,
 }
 
 pub struct RecvShared {
@@ -116,6 +125,8 @@ struct Checked {
     names: Names,
     existing: bool,
     held: RangeSet,
+    /// Filled in by `create`: whether the part file was made up front.
+    part_made: bool,
 }
 
 fn forbidden(message: String) -> Error {
@@ -294,6 +305,7 @@ impl RecvShared {
                 names,
                 existing: false,
                 held: RangeSet::new(),
+                part_made: false,
             };
             if e.is_dir() {
                 checked.push(c);
@@ -366,8 +378,9 @@ impl RecvShared {
         let mut created = Vec::new();
         let built = Self::create(
             manifest,
-            &checked,
+            &mut checked,
             &dirs,
+            opts.block_size,
             &mut made,
             &mut staged,
             &mut created,
@@ -388,6 +401,7 @@ impl RecvShared {
             .iter()
             .zip(checked)
             .map(|(e, c)| {
+                let resumed = !c.held.is_empty() && !c.existing;
                 let other_device = root_dev.is_some()
                     && !e.is_dir()
                     && !c.existing
@@ -408,6 +422,9 @@ impl RecvShared {
                     verified: false,
                     published: e.is_dir(),
                     other_device,
+                    journaled: resumed,
+                    part_made: c.part_made || resumed,
+                    stamped: false,
                 }
             })
             .collect();
@@ -430,12 +447,15 @@ impl RecvShared {
         }))
     }
 
-    /// Makes the directories, staging directories and part files the
-    /// checked manifest needs, recording each for a rollback.
+    /// Makes the directories, staging directories and the part files of
+    /// files of more than one block (their space claimed now), recording
+    /// each for a rollback. A smaller file's part is made at its first
+    /// block: the free space was checked for all of them already.
     fn create(
         manifest: &[FileEntry],
-        checked: &[Checked],
+        checked: &mut [Checked],
         dirs: &HashMap<PathBuf, bool>,
+        block_size: u32,
         made: &mut Vec<PathBuf>,
         staged: &mut Vec<PathBuf>,
         created: &mut Vec<PathBuf>,
@@ -461,20 +481,31 @@ impl RecvShared {
                 Err(e) => return Err(Error::io(format!("creating {}", d.display()), e)),
             }
         }
-        let mut ensured = HashSet::new();
-        for (e, c) in manifest.iter().zip(checked) {
+        // Staging directories this session made hold no journal of an earlier one.
+        let mut fresh: HashMap<PathBuf, bool> = HashMap::new();
+        for (e, c) in manifest.iter().zip(checked.iter_mut()) {
             if e.is_dir() || c.existing {
                 continue;
             }
             let dir = c.dest.parent().expect("a destination has a directory");
-            if ensured.insert(dir.to_path_buf()) {
-                staging::ensure(dir)?;
-                staged.push(dir.to_path_buf());
-            }
+            let new_staging = match fresh.get(dir) {
+                Some(f) => *f,
+                None => {
+                    let f = staging::ensure(dir)?;
+                    fresh.insert(dir.to_path_buf(), f);
+                    staged.push(dir.to_path_buf());
+                    f
+                }
+            };
             if c.held.is_empty() {
-                journal::remove(&c.names);
-                staging::create_part(&c.names.part, e.size)?;
-                created.push(c.names.part.clone());
+                if !new_staging {
+                    journal::remove(&c.names);
+                }
+                if e.size > block_size as u64 {
+                    staging::create_part(&c.names.part, e.size)?;
+                    created.push(c.names.part.clone());
+                    c.part_made = true;
+                }
             }
         }
         Ok(())
@@ -494,7 +525,9 @@ impl RecvShared {
         let mut dirty = Vec::new();
         for (i, f) in self.files.iter().enumerate() {
             let f = f.lock().unwrap();
-            if !(f.published || f.existing || f.dir || f.held == f.synced) {
+            // A verified file is about to be published: no journal for it, or one
+            // written now could outlive the rename.
+            if !(f.published || f.verified || f.existing || f.dir || f.held == f.synced) {
                 dirty.push((i, f.held.clone(), f.other_device));
             }
         }
@@ -504,7 +537,7 @@ impl RecvShared {
         staging::sync_filesystem(&self.root, "the receiving root")?;
         for (i, held, other_device) in dirty {
             let mut f = self.files[i].lock().unwrap();
-            if f.published {
+            if f.published || f.verified {
                 continue;
             }
             if other_device {
@@ -520,6 +553,7 @@ impl RecvShared {
                 f.entry.mtime_ns,
                 held.as_slice(),
             )?;
+            f.journaled = true;
             f.synced = held;
         }
         Ok(())
@@ -536,6 +570,12 @@ impl RecvShared {
         })?;
         let mut f = f.lock().unwrap();
         let ours = f.check(theirs)?;
+        if !f.existing && !f.part_made {
+            // An empty file: no block ever made its part.
+            let part = staging::new_part(&f.names.part)?;
+            f.part_made = true;
+            f.stamp(&part)?;
+        }
         if f.file.take().is_some() {
             self.open.fetch_sub(1, Ordering::Relaxed);
         }
@@ -559,28 +599,28 @@ impl RecvShared {
         }
         let mut renames = Vec::new();
         for &(i, _) in &batch {
-            let f = self.files[i as usize].lock().unwrap();
+            let mut f = self.files[i as usize].lock().unwrap();
             if f.existing {
                 continue;
             }
-            let part = staging::open_part(&f.names.part)?;
-            part.set_permissions(fs::Permissions::from_mode(f.entry.mode & 0o7777))
-                .map_err(|e| Error::io(format!("setting the mode of {}", f.dest.display()), e))?;
-            let mtime = UNIX_EPOCH + Duration::from_nanos(f.entry.mtime_ns.max(0) as u64);
-            part.set_modified(mtime)
-                .map_err(|e| Error::io(format!("setting the mtime of {}", f.dest.display()), e))?;
-            if f.other_device {
-                part.sync_all()
-                    .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
+            if !f.stamped || f.other_device {
+                let part = staging::open_part(&f.names.part)?;
+                f.stamp(&part)?;
+                if f.other_device {
+                    part.sync_all()
+                        .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
+                }
             }
-            renames.push((f.names.clone(), f.dest.clone()));
+            renames.push((f.names.clone(), f.dest.clone(), f.journaled));
         }
         if !renames.is_empty() {
             staging::sync_filesystem(&self.root, "the receiving root")?;
-            for (names, dest) in &renames {
+            for (names, dest, journaled) in &renames {
                 fs::rename(&names.part, dest)
                     .map_err(|e| Error::io(format!("publishing {}", dest.display()), e))?;
-                journal::remove(names);
+                if *journaled {
+                    journal::remove(names);
+                }
             }
             staging::sync_filesystem(&self.root, "the receiving root")?;
         }
@@ -694,11 +734,18 @@ impl RecvShared {
                     f.entry.size
                 ))
             })?;
-        if f.published || f.existing || f.verified {
+        // A block sent again after a lost stream, of a file already whole.
+        if f.published || f.existing || f.verified || f.held.is_complete(f.entry.size) {
             return Ok(());
         }
         if f.file.is_none() {
-            f.file = Some(staging::open_part(&f.names.part)?);
+            let part = if f.part_made {
+                staging::open_part(&f.names.part)?
+            } else {
+                staging::new_part(&f.names.part)?
+            };
+            f.part_made = true;
+            f.file = Some(part);
             self.open.fetch_add(1, Ordering::Relaxed);
         }
         let part = f.file.as_ref().expect("opened above");
@@ -711,8 +758,13 @@ impl RecvShared {
         if let Some((i, v)) = value {
             f.tree.set(i, v);
         }
-        if f.held.is_complete(f.entry.size) || self.open.load(Ordering::Relaxed) > OPEN_FILES {
-            f.file = None;
+        let complete = f.held.is_complete(f.entry.size);
+        if complete || self.open.load(Ordering::Relaxed) > OPEN_FILES {
+            let part = f.file.take().expect("opened above");
+            if complete {
+                // Stamped while the descriptor is at hand; nothing writes to it again.
+                f.stamp(&part)?;
+            }
             self.open.fetch_sub(1, Ordering::Relaxed);
         }
         Ok(())
@@ -720,6 +772,17 @@ impl RecvShared {
 }
 
 impl Incoming {
+    /// Gives the part file the entry's mode and mtime.
+    fn stamp(&mut self, part: &File) -> Result<()> {
+        part.set_permissions(fs::Permissions::from_mode(self.entry.mode & 0o7777))
+            .map_err(|e| Error::io(format!("setting the mode of {}", self.dest.display()), e))?;
+        let mtime = UNIX_EPOCH + Duration::from_nanos(self.entry.mtime_ns.max(0) as u64);
+        part.set_modified(mtime)
+            .map_err(|e| Error::io(format!("setting the mtime of {}", self.dest.display()), e))?;
+        self.stamped = true;
+        Ok(())
+    }
+
     /// Our hash of the whole file, checked against the sender's.
     fn check(&mut self, theirs: &[u8; 32]) -> Result<[u8; 32]> {
         if self.published || self.verified {
@@ -776,8 +839,15 @@ impl Incoming {
     /// Removes the part file and journal: what they hold is of no use.
     pub fn discard(&mut self) {
         self.file = None;
-        let _ = fs::remove_file(&self.names.part);
-        journal::remove(&self.names);
+        if self.part_made {
+            let _ = fs::remove_file(&self.names.part);
+        }
+        if self.journaled {
+            journal::remove(&self.names);
+        }
+        self.part_made = false;
+        self.journaled = false;
+        self.stamped = false;
         self.held = RangeSet::new();
         self.synced = RangeSet::new();
     }
@@ -808,7 +878,7 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
     shared.tel.set_socket(stream, conn.stream());
     let Conn { mut r, mut w } = conn;
     let mut buf = vec![0u8; shared.block_size as usize];
-    let mut total = 0u64;
+    let (mut total, mut acked) = (0u64, 0u64);
     loop {
         let m = match r.recv_opt() {
             Ok(Some(m)) => m,
@@ -848,8 +918,13 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
                 }
                 total += len as u64;
                 shared.tel.add(stream, len as u64);
-                if let Err(e) = w.send(&Message::Progress { bytes: total }) {
-                    return Ended::Lost(e);
+                // One acknowledgement for the blocks read in one go (many small
+                // files' blocks arrive together), and at least every few MiB.
+                if r.buffered() == 0 || total - acked >= ACK_EVERY {
+                    if let Err(e) = w.send(&Message::Progress { bytes: total }) {
+                        return Ended::Lost(e);
+                    }
+                    acked = total;
                 }
             }
             Message::Detach { .. } => return Ended::Detached,
@@ -977,6 +1052,26 @@ mod tests {
             .unwrap()
             .file_type()
             .is_symlink());
+    }
+
+    #[test]
+    fn a_journal_never_outlives_its_file() {
+        // Regression: a journal written for a whole file just before its
+        // publication was left in the staging directory.
+        let root = tempfile::tempdir().unwrap();
+        let data = vec![3u8; 10_000];
+        let m = [entry("a", &data), entry("b", &data)];
+        let s = open(root.path(), &m, &opts(false)).unwrap();
+        s.write(0, 0, &data).unwrap();
+        s.write(1, 0, &data).unwrap();
+        s.sync_journals().unwrap();
+        let h = *blake3::hash(&data).as_bytes();
+        s.verify(0, &h).unwrap();
+        s.verify(1, &h).unwrap();
+        s.sync_journals().unwrap();
+        assert_eq!(s.publish().unwrap().len(), 2);
+        s.finish().unwrap();
+        assert_eq!(tree(root.path()), ["a", "b"]);
     }
 
     #[test]

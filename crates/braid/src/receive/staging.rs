@@ -109,18 +109,24 @@ pub fn open_part(part: &Path) -> Result<File> {
         .map_err(|e| Error::io(format!("opening {}", part.display()), e))
 }
 
-/// Makes a fresh part file of `size` bytes with its space claimed, so a
-/// full disk shows up before any data moves.
-pub fn create_part(part: &Path, size: u64) -> Result<()> {
-    let _ = fs::remove_file(part);
-    let file = OpenOptions::new()
+/// Makes a fresh, empty part file (or empties a stale one: the staging
+/// directory is braid's alone, and no live session holds the name).
+pub fn new_part(part: &Path) -> Result<File> {
+    OpenOptions::new()
         .read(true)
         .write(true)
-        .create_new(true)
+        .create(true)
+        .truncate(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(part)
-        .map_err(|e| Error::io(format!("creating {}", part.display()), e))?;
+        .map_err(|e| Error::io(format!("creating {}", part.display()), e))
+}
+
+/// Makes a fresh part file of `size` bytes with its space claimed, so a
+/// full disk shows up before any data moves.
+pub fn create_part(part: &Path, size: u64) -> Result<()> {
+    let file = new_part(part)?;
     if size > 0 {
         // SAFETY: fallocate on an fd we own, with in-range arguments.
         let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
