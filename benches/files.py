@@ -9,7 +9,9 @@ same disk by each tool, `sync` included in the time, so every tool pays for
 making its data durable. braid also makes each file durable and publishes it
 only once its BLAKE3 matches (verified, atomic); rsync and tar do neither.
 Runs interleave the tools (--runs rounds, default 3) so a slow moment of the
-machine falls on all of them.
+machine falls on all of them. Start it a minute after deleting many files on
+the same filesystem (another run's cleanup included): ext4 passes over
+recently deleted inodes when it makes new ones, which slows every tool.
 """
 
 from __future__ import annotations
@@ -178,6 +180,9 @@ def main() -> None:
             p.terminate()
             p.wait(10)
         shutil.rmtree(work, ignore_errors=True)
+        # ext4 passes over inodes deleted in the last 5 minutes while their table is dirty,
+        # 30 s once it is written: a run right after another would create files slowly.
+        subprocess.run(["sync"], check=False)
 
 
 if __name__ == "__main__":
