@@ -1,5 +1,6 @@
 # The two commands of README: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test clean bench-link bench-engine bench-files fuzz
+# `make fast` is the tier to run on every change (no root).
+.PHONY: setup demo test fast clean bench-link bench-engine bench-files fuzz
 
 setup:
 	bash scripts/setup.sh
@@ -9,6 +10,9 @@ demo: setup
 
 test:
 	bash scripts/test.sh
+
+fast:
+	bash scripts/fast.sh
 
 bench-link: setup
 	.venv/bin/python benches/link.py

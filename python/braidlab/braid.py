@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import records
 from .proc import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,16 +62,13 @@ class Trace:
     @classmethod
     def parse(cls, text: str) -> "Trace":
         t = cls()
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            kind = rec.get("type")
-            if kind == "sample":
+        for rec in records.read(text):
+            kind = rec["type"]
+            if kind == "trace_sample":
                 t.samples.append(rec)
-            elif kind == "summary":
+            elif kind == "trace_stream":
                 t.summaries.append(rec)
-            elif kind == "total":
+            elif kind == "trace_total":
                 t.total = rec
         return t
 

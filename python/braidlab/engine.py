@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import records
 from .braid import binary
 
 PORT = 5420
@@ -96,12 +97,7 @@ class Report:
     @classmethod
     def parse(cls, text: str) -> "Report":
         r = cls()
-        for line in text.splitlines():
-            if not line.startswith("{"):
-                continue
-            rec = json.loads(line)
-            if rec.get("version") != 1:
-                raise ValueError(f"braid JSON version {rec.get('version')}, this braidlab reads 1")
+        for rec in records.read(text):
             if rec["type"] == "interval":
                 r.intervals.append(rec)
             elif rec["type"] == "event":
@@ -115,7 +111,7 @@ class Report:
         """Every session summary a server has logged so far."""
         if not path.exists():
             return []
-        return [json.loads(l) for l in path.read_text().splitlines() if l.startswith('{"type":"summary"')]
+        return [r for r in records.read(path.read_text()) if r["type"] == "summary"]
 
     @property
     def controls(self) -> list[str]:

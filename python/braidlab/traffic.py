@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import records as _records
 from .braid import binary
 from .netns import stop
 
@@ -60,7 +61,8 @@ def start(host, argv: list[str], name: str) -> Running:
 
 
 def records(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines() if line.strip().startswith("{")]
+    """A traffic tool's output, every line checked against braid's records."""
+    return _records.read(text)
 
 
 # --- the stiff UDP source and its sink -------------------------------------------------
@@ -76,9 +78,9 @@ class SinkReport:
     def parse(cls, text: str) -> "SinkReport":
         r = cls()
         for rec in records(text):
-            if rec["type"] == "interval":
+            if rec["type"] == "sink_interval":
                 r.intervals.setdefault(rec["flow"], []).append(rec)
-            elif rec["type"] == "summary":
+            elif rec["type"] == "sink_summary":
                 r.summaries[rec["flow"]] = rec
         for bins in r.intervals.values():
             bins.sort(key=lambda b: b["t"])

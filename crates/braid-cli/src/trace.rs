@@ -11,10 +11,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use braid::records;
 use braid::telemetry::round3;
 use braid_cc::{Controls, SocketSettings, Strength};
 use clap::Args;
-use serde_json::json;
 use socket2::{Domain, Socket, Type};
 
 const CHUNK: usize = 128 * 1024;
@@ -130,10 +130,12 @@ pub fn trace(a: TraceArgs) -> Result<()> {
             let t = start.elapsed().as_secs_f64();
             for (i, s) in streams.iter().enumerate() {
                 let info = braid_cc::tcp_info(s.as_fd())?;
-                println!(
-                    "{}",
-                    json!({"type": "sample", "t": round3(t), "stream": i, "cc": a.cc, "info": info})
-                );
+                records::print(&records::TraceSample {
+                    t: round3(t),
+                    stream: i,
+                    cc: a.cc.clone(),
+                    info,
+                });
             }
         }
         next += interval;
@@ -151,19 +153,25 @@ pub fn trace(a: TraceArgs) -> Result<()> {
         let kernel_cc = braid_cc::congestion_control(s.as_fd())?;
         total += info.bytes_acked;
         retrans += info.total_retrans as u64;
-        println!(
-            "{}",
-            json!({"type": "summary", "stream": i, "cc": kernel_cc, "settings": applied,
-                   "seconds": round3(elapsed), "bytes_acked": info.bytes_acked,
-                   "mbps": round3(info.bytes_acked as f64 * 8.0 / elapsed / 1e6),
-                   "retransmits": info.total_retrans, "info": info})
-        );
+        records::print(&records::TraceStream {
+            stream: i,
+            cc: kernel_cc,
+            settings: applied,
+            seconds: round3(elapsed),
+            bytes_acked: info.bytes_acked,
+            mbps: round3(info.bytes_acked as f64 * 8.0 / elapsed / 1e6),
+            retransmits: info.total_retrans,
+            info,
+        });
     }
-    println!(
-        "{}",
-        json!({"type": "total", "streams": a.streams, "cc": a.cc, "seconds": round3(elapsed),
-               "bytes_acked": total, "mbps": round3(total as f64 * 8.0 / elapsed / 1e6), "retransmits": retrans})
-    );
+    records::print(&records::TraceTotal {
+        streams: a.streams as usize,
+        cc: a.cc.clone(),
+        seconds: round3(elapsed),
+        bytes_acked: total,
+        mbps: round3(total as f64 * 8.0 / elapsed / 1e6),
+        retransmits: retrans,
+    });
     stop.store(true, Ordering::Relaxed);
     for s in &streams {
         // The measurement is over: reset rather than drain the send buffer, so

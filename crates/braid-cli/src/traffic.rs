@@ -28,8 +28,8 @@ use braid_traffic::tally::{Bin, Tally};
 use braid_traffic::{icmp, stats};
 use clap::{Args, Subcommand};
 
+use braid::records;
 use braid::telemetry::round3;
-use serde_json::json;
 use socket2::{Domain, Protocol, Socket, Type};
 
 #[derive(Subcommand)]
@@ -282,13 +282,17 @@ fn udp(a: UdpArgs) -> Result<()> {
         let _ = sock.send(&fin);
         thread::sleep(Duration::from_millis(20));
     }
-    println!(
-        "{}",
-        json!({"type": "source", "flow": a.flow, "shape": format!("{shape:?}"), "seconds": round3(elapsed),
-               "packets": sent, "bytes": sent * a.size as u64, "not_sent": refused,
-               "mbps": round3(sent as f64 * a.size as f64 * 8.0 / elapsed / 1e6),
-               "due_mbps": round3(shape.bits(elapsed) / elapsed / 1e6), "worst_late_us": worst_late / 1000})
-    );
+    records::print(&records::Source {
+        flow: a.flow,
+        shape: format!("{shape:?}"),
+        seconds: round3(elapsed),
+        packets: sent,
+        bytes: sent * a.size as u64,
+        not_sent: refused,
+        mbps: round3(sent as f64 * a.size as f64 * 8.0 / elapsed / 1e6),
+        due_mbps: round3(shape.bits(elapsed) / elapsed / 1e6),
+        worst_late_us: worst_late / 1000,
+    });
     Ok(())
 }
 
@@ -299,10 +303,16 @@ fn flow_name((from, id): &FlowKey) -> String {
     format!("{from}/{id}")
 }
 
-fn bin_json(flow: &FlowKey, interval_ns: u64, b: &Bin) -> serde_json::Value {
+fn bin_json(flow: &FlowKey, interval_ns: u64, b: &Bin) -> String {
     let secs = interval_ns as f64 / 1e9;
-    json!({"type": "interval", "flow": flow_name(flow), "t": round3(b.index as f64 * secs), "packets": b.packets,
-           "bytes": b.bytes, "lost": b.lost, "mbps": b.bytes as f64 * 8.0 / secs / 1e6})
+    records::line(&records::SinkInterval {
+        flow: flow_name(flow),
+        t: round3(b.index as f64 * secs),
+        packets: b.packets,
+        bytes: b.bytes,
+        lost: b.lost,
+        mbps: b.bytes as f64 * 8.0 / secs / 1e6,
+    })
 }
 
 fn sink(a: UdpSinkArgs) -> Result<()> {
@@ -376,16 +386,24 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
         writeln!(
             o,
             "{}",
-            json!({"type": "summary", "flow": flow_name(key), "packets": t.packets, "bytes": t.bytes,
-                                  "lost": t.lost, "reordered": t.reordered, "sent": t.sent,
-                                  "loss_ratio": t.loss_ratio()})
+            records::line(&records::SinkSummary {
+                flow: flow_name(key),
+                packets: t.packets,
+                bytes: t.bytes,
+                lost: t.lost,
+                reordered: t.reordered,
+                sent: t.sent,
+                loss_ratio: t.loss_ratio(),
+            })
         )?;
     }
     if malformed > 0 {
         writeln!(
             o,
             "{}",
-            json!({"type": "malformed", "datagrams": malformed})
+            records::line(&records::SinkMalformed {
+                datagrams: malformed
+            })
         )?;
     }
     o.flush()?;
@@ -451,14 +469,20 @@ fn flows(a: FlowsArgs) -> Result<()> {
     }
     let n = done.load(Ordering::Relaxed);
     let elapsed = (now_ns() - start) as f64 / 1e9;
-    println!(
-        "{}",
-        json!({"type": "flows", "started": started, "completed": n, "failed": failed.load(Ordering::Relaxed),
-               "bytes": bytes.load(Ordering::Relaxed), "seconds": round3(elapsed),
-               "offered_mbps": a.load as f64 / 1e6,
-               "mbps": round3(bytes.load(Ordering::Relaxed) as f64 * 8.0 / elapsed / 1e6),
-               "mean_completion_ms": if n > 0 { round3(fct_us.load(Ordering::Relaxed) as f64 / n as f64 / 1000.0) } else { 0.0 }})
-    );
+    records::print(&records::Flows {
+        started,
+        completed: n,
+        failed: failed.load(Ordering::Relaxed),
+        bytes: bytes.load(Ordering::Relaxed),
+        seconds: round3(elapsed),
+        offered_mbps: a.load as f64 / 1e6,
+        mbps: round3(bytes.load(Ordering::Relaxed) as f64 * 8.0 / elapsed / 1e6),
+        mean_completion_ms: if n > 0 {
+            round3(fct_us.load(Ordering::Relaxed) as f64 / n as f64 / 1000.0)
+        } else {
+            0.0
+        },
+    });
     Ok(())
 }
 
@@ -565,8 +589,11 @@ fn ping(a: PingArgs) -> Result<()> {
                         writeln!(
                             out.lock(),
                             "{}",
-                            json!({"type": "rtt", "seq": r.seq,
-                            "t": round3((r.sent_ns - start) as f64 / 1e9), "rtt_ms": rtt})
+                            records::line(&records::Rtt {
+                                seq: r.seq,
+                                t: round3((r.sent_ns - start) as f64 / 1e9),
+                                rtt_ms: rtt,
+                            })
                         )?;
                     }
                 }
@@ -587,14 +614,21 @@ fn ping(a: PingArgs) -> Result<()> {
     };
     rtts_ms.sort_by(f64::total_cmp);
     let q = |p: f64| stats::quantile(&rtts_ms, p).map(round4);
-    println!(
-        "{}",
-        json!({"type": "ping", "target": a.to.to_string(), "interval_ms": a.interval as f64 / 1e6, "size": a.size,
-               "sent": sent, "received": rtts_ms.len(), "lost": sent.saturating_sub(rtts_ms.len() as u64),
-               "reordered": reordered, "late_sends": late_sends,
-               "min_ms": q(0.0), "median_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0),
-               "mean_ms": mean})
-    );
+    records::print(&records::Ping {
+        target: a.to.to_string(),
+        interval_ms: a.interval as f64 / 1e6,
+        size: a.size,
+        sent,
+        received: rtts_ms.len() as u64,
+        lost: sent.saturating_sub(rtts_ms.len() as u64),
+        reordered: reordered as u64,
+        late_sends,
+        min_ms: q(0.0),
+        median_ms: q(0.5),
+        p99_ms: q(0.99),
+        max_ms: q(1.0),
+        mean_ms: mean,
+    });
     Ok(())
 }
 

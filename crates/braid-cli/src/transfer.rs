@@ -356,10 +356,7 @@ fn with_far_end<T>(
 
 fn print_summary(s: &Summary, json: bool) {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string(s).expect("a summary serialises")
-        );
+        braid::records::print(s);
         return;
     }
     println!(

@@ -134,14 +134,14 @@ pub enum Notes {
 }
 
 impl Notes {
-    pub fn say(self, event: &str, stream: usize, why: &str, human: &str) {
+    pub fn say(self, event: &'static str, stream: usize, why: &str, human: &str) {
         match self {
             Notes::Stderr => eprintln!("braid: {human}"),
-            Notes::Json => println!(
-                "{}",
-                serde_json::json!({"type": "event", "version": crate::telemetry::VERSION,
-                                   "event": event, "stream": stream, "reason": why})
-            ),
+            Notes::Json => crate::records::print(&crate::records::Event {
+                event,
+                stream,
+                reason: why.to_owned(),
+            }),
             Notes::Off => {}
         }
     }

@@ -18,6 +18,7 @@ pub mod pathsafe;
 pub mod plan;
 pub mod ranges;
 pub mod receive;
+pub mod records;
 pub mod sched;
 pub mod send;
 pub mod server;

@@ -406,10 +406,7 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shar
 
 fn report(cfg: &Config, s: &Summary) {
     match cfg.output {
-        Output::Json => println!(
-            "{}",
-            serde_json::to_string(s).expect("a summary serialises")
-        ),
+        Output::Json => crate::records::print(s),
         Output::Human => eprintln!(
             "braid serve: {} {} ({}): {} in {:.1} s, {:.1} Mb/s",
             s.kind,

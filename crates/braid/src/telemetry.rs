@@ -1,13 +1,7 @@
 //! What a session reports while it runs and when it ends: every stream's
 //! TCP_INFO on an interval, as JSON lines (`--json`) or a live display.
 //!
-//! JSON lines, version 1:
-//! - `{"type":"interval","version":1,"t":s,"bytes":n,"mbps":x,"streams":[{"stream":i,"bytes":n,"mbps":x,
-//!   "cwnd":..,"ssthresh":..,"srtt_us":..,"rttvar_us":..,"retransmits":..,"lost":..,
-//!   "delivery_rate":..,"bytes_acked":..}]}` every interval;
-//! - `{"type":"event","version":1,"event":"stream_lost"|"stream_redialled","stream":i,"reason":"..."}`
-//!   when a stream dies (its blocks go to the others) and when it is dialled again;
-//! - `{"type":"summary","version":1,...}` once at the end (see [`Summary`]).
+//! The JSON lines (`interval`, `event`, `summary`) are `records`.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -19,9 +13,8 @@ use std::time::{Duration, Instant};
 
 use braid_cc::TcpInfo;
 use serde::Serialize;
-use serde_json::json;
 
-pub const VERSION: u32 = 1;
+use crate::records::{self, Interval, StreamSample};
 
 /// How a session reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,12 +63,9 @@ pub struct StreamSummary {
     pub min_rtt_us: u32,
 }
 
-/// The last line of `--json`.
+/// The last line of `--json` (the `summary` record).
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
-    #[serde(rename = "type")]
-    pub ty: &'static str,
-    pub version: u32,
     pub kind: &'static str,
     /// "sender" or "receiver": which end this report is from.
     pub role: &'static str,
@@ -193,20 +183,30 @@ impl Telemetry {
         match self.output {
             Output::Quiet => {}
             Output::Json => {
-                let streams: Vec<_> = samples
+                let streams = samples
                     .iter()
                     .zip(prev)
                     .enumerate()
-                    .map(|(i, ((b, info), p))| {
-                        json!({"stream": i, "bytes": b, "mbps": mbps(b.saturating_sub(*p), dt),
-                               "cwnd": info.cwnd, "ssthresh": info.ssthresh, "srtt_us": info.srtt_us,
-                               "rttvar_us": info.rttvar_us, "retransmits": info.total_retrans, "lost": info.lost,
-                               "delivery_rate": info.delivery_rate, "bytes_acked": info.bytes_acked})
+                    .map(|(i, ((b, info), p))| StreamSample {
+                        stream: i,
+                        bytes: *b,
+                        mbps: mbps(b.saturating_sub(*p), dt),
+                        cwnd: info.cwnd,
+                        ssthresh: info.ssthresh,
+                        srtt_us: info.srtt_us,
+                        rttvar_us: info.rttvar_us,
+                        retransmits: info.total_retrans,
+                        lost: info.lost,
+                        delivery_rate: info.delivery_rate,
+                        bytes_acked: info.bytes_acked,
                     })
                     .collect();
-                let line = json!({"type": "interval", "version": VERSION, "t": round3(t), "bytes": total,
-                                  "mbps": mbps(delta, dt), "streams": streams});
-                println!("{line}");
+                records::print(&Interval {
+                    t: round3(t),
+                    bytes: total,
+                    mbps: mbps(delta, dt),
+                    streams,
+                });
             }
             Output::Human => {
                 let expected = self.expected.load(Ordering::Relaxed);
@@ -257,8 +257,6 @@ impl Telemetry {
         let retransmits = streams.iter().map(|s| s.retransmits).sum();
         let data_segs_out = streams.iter().map(|s| s.data_segs_out).sum();
         Summary {
-            ty: "summary",
-            version: VERSION,
             kind,
             role,
             mode,
@@ -372,7 +370,7 @@ mod tests {
         assert_eq!(s.bytes, 150);
         assert_eq!(s.streams.len(), 2);
         assert_eq!(s.streams[1].bytes, 50);
-        let v = serde_json::to_value(&s).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&crate::records::line(&s)).unwrap();
         assert_eq!(v["type"], "summary");
         assert_eq!(v["version"], 1);
     }

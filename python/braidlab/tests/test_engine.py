@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from braidlab import records
 from braidlab.engine import Method, Report
 
 
@@ -13,27 +14,24 @@ def test_methods_say_which_control_each_stream_gets():
     assert Method("combined", 9, virtual_rtt=100).argv() == ["--mode", "combined", "-n", "9", "--virtual-rtt", "100"]
 
 
+def _vector(ty: str) -> dict:
+    return next(r for r in map(json.loads, records.VECTORS.read_text().splitlines()) if r["type"] == ty)
+
+
 def test_report_reads_intervals_and_summary_and_refuses_other_versions():
-    lines = [
-        json.dumps({"type": "interval", "version": 1, "t": 1.0, "bytes": 10, "mbps": 1.0, "streams": []}),
-        "braid: stream 1 lost; reconnecting",
-        json.dumps({"type": "summary", "version": 1, "bytes": 10, "streams": [{"cc": "reno"}]}),
-    ]
+    summary = _vector("summary")
+    lines = [json.dumps(_vector("interval")), "braid: stream 1 lost; reconnecting", json.dumps(summary)]
     r = Report.parse("\n".join(lines))
-    assert len(r.intervals) == 1 and r.summary["bytes"] == 10 and r.controls == ["reno"]
+    assert len(r.intervals) == 1 and r.summary["bytes"] == summary["bytes"]
+    assert r.controls == [s["cc"] for s in summary["streams"]]
     with pytest.raises(ValueError, match="version 2"):
-        Report.parse(json.dumps({"type": "summary", "version": 2}))
+        Report.parse(json.dumps({**summary, "version": 2}))
 
 
 def test_report_keeps_stream_events_apart():
-    from braidlab.engine import Report
-
-    text = "\n".join([
-        '{"type":"interval","version":1,"t":1.0,"bytes":10,"mbps":1.0,"streams":[]}',
-        '{"type":"event","version":1,"event":"stream_lost","stream":2,"reason":"reset"}',
-        '{"type":"event","version":1,"event":"stream_redialled","stream":2,"reason":"reset"}',
-        '{"type":"summary","version":1,"streams":[]}',
-    ])
+    event = _vector("event")
+    text = "\n".join([json.dumps(_vector("interval")), json.dumps({**event, "event": "stream_lost"}),
+                      json.dumps({**event, "event": "stream_redialled"}), json.dumps(_vector("summary"))])
     r = Report.parse(text)
     assert [e["event"] for e in r.events] == ["stream_lost", "stream_redialled"]
     assert len(r.intervals) == 1 and r.summary is not None

@@ -1,0 +1,442 @@
+//! Every JSON line braid prints, as typed and versioned records: the one
+//! contract between braid and its laboratory. Each line is an object
+//! `{"type": T, "version": 1, ...}` whose `type` names one record across all
+//! of braid's commands:
+//!
+//! | type | printed by | when |
+//! |---|---|---|
+//! | `interval` | `send`, `get`, `bench` with `--json` | every `-i` seconds |
+//! | `event` | `send`, `get`, `bench` with `--json` | a stream lost, and dialled again |
+//! | `summary` | `send`, `get`, `bench`, `serve` with `--json` | once a session ends |
+//! | `source` | `braid traffic udp` | at its end |
+//! | `sink_interval` | `braid traffic sink` | per flow and interval of the sender's clock |
+//! | `sink_summary` | `braid traffic sink` | per flow, at its end |
+//! | `sink_malformed` | `braid traffic sink` | at its end, if datagrams were not braid's |
+//! | `flows` | `braid traffic flows` | at its end |
+//! | `rtt` | `braid traffic ping --samples` | per reply |
+//! | `ping` | `braid traffic ping` | at its end |
+//! | `trace_sample` | `braid cc trace` | per stream and interval |
+//! | `trace_stream` | `braid cc trace` | per stream, at its end |
+//! | `trace_total` | `braid cc trace` | at its end |
+//!
+//! `vectors/records.jsonl` holds one line of each, written by this module's
+//! test; the laboratory's test parses the same file with its dataclasses
+//! (python/braidlab/records.py), so a change on either side that the other
+//! does not follow fails a fast test. A change of a record's fields raises
+//! [`VERSION`].
+
+use braid_cc::{SocketSettings, TcpInfo};
+use serde::Serialize;
+
+pub use crate::telemetry::{StreamSummary, Summary};
+
+pub const VERSION: u32 = 1;
+
+/// A record: its fields, and the `type` it is printed with.
+pub trait Record: Serialize {
+    const TYPE: &'static str;
+}
+
+#[derive(Serialize)]
+struct Line<'a, R> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    version: u32,
+    #[serde(flatten)]
+    body: &'a R,
+}
+
+/// The record as one JSON line (without the newline).
+pub fn line<R: Record>(r: &R) -> String {
+    serde_json::to_string(&Line {
+        ty: R::TYPE,
+        version: VERSION,
+        body: r,
+    })
+    .expect("a record serialises")
+}
+
+/// Prints the record on stdout as one line.
+pub fn print<R: Record>(r: &R) {
+    println!("{}", line(r));
+}
+
+/// One stream in an [`Interval`].
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamSample {
+    pub stream: usize,
+    /// Payload bytes this end moved on the stream so far.
+    pub bytes: u64,
+    /// Over the last interval.
+    pub mbps: f64,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub srtt_us: u32,
+    pub rttvar_us: u32,
+    pub retransmits: u32,
+    pub lost: u32,
+    /// Bytes per second, the kernel's latest sample.
+    pub delivery_rate: u64,
+    pub bytes_acked: u64,
+}
+
+/// A session's progress, every interval.
+#[derive(Clone, Debug, Serialize)]
+pub struct Interval {
+    /// Seconds since the session started.
+    pub t: f64,
+    pub bytes: u64,
+    pub mbps: f64,
+    pub streams: Vec<StreamSample>,
+}
+
+/// A stream lost (its blocks go to the others) or dialled again.
+#[derive(Clone, Debug, Serialize)]
+pub struct Event {
+    /// `stream_lost` or `stream_redialled`.
+    pub event: &'static str,
+    pub stream: usize,
+    pub reason: String,
+}
+
+/// `braid traffic udp`'s account of what it sent.
+#[derive(Clone, Debug, Serialize)]
+pub struct Source {
+    pub flow: u32,
+    pub shape: String,
+    pub seconds: f64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Datagrams the kernel refused (a full socket buffer).
+    pub not_sent: u64,
+    pub mbps: f64,
+    /// What the shape asked for over the same time.
+    pub due_mbps: f64,
+    pub worst_late_us: u64,
+}
+
+/// One flow's interval at the sink, by the sender's clock.
+#[derive(Clone, Debug, Serialize)]
+pub struct SinkInterval {
+    /// `ADDRESS:PORT/FLOW`.
+    pub flow: String,
+    pub t: f64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Sequence numbers missing from the interval (negative when late ones arrive).
+    pub lost: i64,
+    pub mbps: f64,
+}
+
+/// One flow at the sink, at its end.
+#[derive(Clone, Debug, Serialize)]
+pub struct SinkSummary {
+    pub flow: String,
+    pub packets: u64,
+    pub bytes: u64,
+    pub lost: u64,
+    pub reordered: u64,
+    /// What the sender says it sent, once its end marker arrived.
+    pub sent: Option<u64>,
+    pub loss_ratio: f64,
+}
+
+/// Datagrams the sink could not read as braid's.
+#[derive(Clone, Debug, Serialize)]
+pub struct SinkMalformed {
+    pub datagrams: u64,
+}
+
+/// `braid traffic flows`' Poisson arrivals, at the end.
+#[derive(Clone, Debug, Serialize)]
+pub struct Flows {
+    pub started: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub offered_mbps: f64,
+    pub mbps: f64,
+    pub mean_completion_ms: f64,
+}
+
+/// One echo reply.
+#[derive(Clone, Debug, Serialize)]
+pub struct Rtt {
+    pub seq: u64,
+    /// When the request left, seconds since the first.
+    pub t: f64,
+    pub rtt_ms: f64,
+}
+
+/// `braid traffic ping`'s summary; the quantiles are absent without replies.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ping {
+    pub target: String,
+    pub interval_ms: f64,
+    pub size: usize,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub reordered: u64,
+    pub late_sends: u64,
+    pub min_ms: Option<f64>,
+    pub median_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub mean_ms: Option<f64>,
+}
+
+/// One stream's TCP_INFO during `braid cc trace`.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceSample {
+    pub t: f64,
+    pub stream: usize,
+    /// The control asked for.
+    pub cc: String,
+    pub info: TcpInfo,
+}
+
+/// One stream at the end of `braid cc trace`.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceStream {
+    pub stream: usize,
+    /// The control the kernel reports for the socket.
+    pub cc: String,
+    /// braid-cc's settings of the socket, if it has its own.
+    pub settings: Option<SocketSettings>,
+    pub seconds: f64,
+    pub bytes_acked: u64,
+    pub mbps: f64,
+    pub retransmits: u32,
+    pub info: TcpInfo,
+}
+
+/// All streams at the end of `braid cc trace`.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceTotal {
+    pub streams: usize,
+    pub cc: String,
+    pub seconds: f64,
+    pub bytes_acked: u64,
+    pub mbps: f64,
+    pub retransmits: u64,
+}
+
+macro_rules! records {
+    ($($t:ty => $name:literal),* $(,)?) => {
+        $(impl Record for $t {
+            const TYPE: &'static str = $name;
+        })*
+    };
+}
+
+records! {
+    Interval => "interval",
+    Event => "event",
+    Summary => "summary",
+    Source => "source",
+    SinkInterval => "sink_interval",
+    SinkSummary => "sink_summary",
+    SinkMalformed => "sink_malformed",
+    Flows => "flows",
+    Rtt => "rtt",
+    Ping => "ping",
+    TraceSample => "trace_sample",
+    TraceStream => "trace_stream",
+    TraceTotal => "trace_total",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> TcpInfo {
+        TcpInfo {
+            cwnd: 42,
+            ssthresh: 30,
+            srtt_us: 68_000,
+            rttvar_us: 900,
+            min_rtt_us: 67_500,
+            mss: 1448,
+            total_retrans: 3,
+            data_segs_out: 1000,
+            bytes_acked: 1_444_000,
+            bytes_sent: 1_448_000,
+            bytes_retrans: 4344,
+            delivery_rate: 12_500_000,
+            delivered: 997,
+            ..TcpInfo::default()
+        }
+    }
+
+    /// One line of every record, in the order of the table above.
+    fn examples() -> Vec<String> {
+        let stream = StreamSummary {
+            stream: 0,
+            cc: "braid_frac".into(),
+            bytes: 5_000_000,
+            mbps: 40.0,
+            retransmits: 2,
+            data_segs_out: 3500,
+            connections: 1,
+            cwnd: 20,
+            srtt_us: 70_000,
+            min_rtt_us: 68_000,
+        };
+        vec![
+            line(&Interval {
+                t: 1.0,
+                bytes: 5_000_000,
+                mbps: 40.0,
+                streams: vec![StreamSample {
+                    stream: 0,
+                    bytes: 5_000_000,
+                    mbps: 40.0,
+                    cwnd: 20,
+                    ssthresh: 15,
+                    srtt_us: 70_000,
+                    rttvar_us: 1000,
+                    retransmits: 2,
+                    lost: 0,
+                    delivery_rate: 5_000_000,
+                    bytes_acked: 4_990_000,
+                }],
+            }),
+            line(&Event {
+                event: "stream_lost",
+                stream: 1,
+                reason: "the connection ended".into(),
+            }),
+            line(&Summary {
+                kind: "send",
+                role: "sender",
+                mode: "combined-2".into(),
+                seconds: 1.0,
+                bytes: 5_000_000,
+                mbps: 40.0,
+                peer_bytes: Some(5_000_000),
+                retransmits: 2,
+                data_segs_out: 3500,
+                loss_ratio: 2.0 / 3500.0,
+                cpu_seconds: 0.05,
+                files: 1,
+                requeued_blocks: 0,
+                streams: vec![stream],
+            }),
+            line(&Source {
+                flow: 0,
+                shape: "Sine { min: 1000000, max: 10000000 }".into(),
+                seconds: 10.0,
+                packets: 4000,
+                bytes: 5_760_000,
+                not_sent: 0,
+                mbps: 4.608,
+                due_mbps: 4.61,
+                worst_late_us: 120,
+            }),
+            line(&SinkInterval {
+                flow: "10.0.0.1:40000/0".into(),
+                t: 0.1,
+                packets: 40,
+                bytes: 57_600,
+                lost: 1,
+                mbps: 4.608,
+            }),
+            line(&SinkSummary {
+                flow: "10.0.0.1:40000/0".into(),
+                packets: 3990,
+                bytes: 5_745_600,
+                lost: 10,
+                reordered: 0,
+                sent: Some(4000),
+                loss_ratio: 0.0025,
+            }),
+            line(&SinkMalformed { datagrams: 2 }),
+            line(&Flows {
+                started: 20,
+                completed: 19,
+                failed: 0,
+                bytes: 1_900_000,
+                seconds: 10.0,
+                offered_mbps: 2.0,
+                mbps: 1.52,
+                mean_completion_ms: 180.5,
+            }),
+            line(&Rtt {
+                seq: 7,
+                t: 0.07,
+                rtt_ms: 68.2,
+            }),
+            line(&Ping {
+                target: "10.0.0.2".into(),
+                interval_ms: 10.0,
+                size: 1440,
+                sent: 100,
+                received: 99,
+                lost: 1,
+                reordered: 0,
+                late_sends: 0,
+                min_ms: Some(68.0),
+                median_ms: Some(68.3),
+                p99_ms: Some(70.1),
+                max_ms: Some(71.0),
+                mean_ms: Some(68.4),
+            }),
+            line(&TraceSample {
+                t: 0.5,
+                stream: 0,
+                cc: "braid_tcpp".into(),
+                info: info(),
+            }),
+            line(&TraceStream {
+                stream: 0,
+                cc: "braid_tcpp".into(),
+                settings: Some(SocketSettings {
+                    frac_cwnd: None,
+                    strength: Some("1".parse().unwrap()),
+                    group_id: Some(7),
+                }),
+                seconds: 10.0,
+                bytes_acked: 1_444_000,
+                mbps: 1.155,
+                retransmits: 3,
+                info: info(),
+            }),
+            line(&TraceTotal {
+                streams: 1,
+                cc: "braid_tcpp".into(),
+                seconds: 10.0,
+                bytes_acked: 1_444_000,
+                mbps: 1.155,
+                retransmits: 3,
+            }),
+        ]
+    }
+
+    #[test]
+    fn every_record_matches_the_shared_vectors() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/records.jsonl");
+        let ours = examples().join("\n") + "\n";
+        if std::env::var_os("BRAID_BLESS").is_some() {
+            std::fs::write(&path, &ours).unwrap();
+        }
+        let theirs = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            ours, theirs,
+            "braid's records changed: rewrite vectors/records.jsonl with BRAID_BLESS=1, \
+             and follow in python/braidlab/records.py"
+        );
+    }
+
+    #[test]
+    fn every_type_is_named_once() {
+        let mut seen = std::collections::HashSet::new();
+        for l in examples() {
+            let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+            assert_eq!(v["version"], VERSION);
+            assert!(seen.insert(v["type"].as_str().unwrap().to_owned()), "{l}");
+        }
+        assert_eq!(seen.len(), 13);
+    }
+}
