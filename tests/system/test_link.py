@@ -85,12 +85,17 @@ def test_random_loss_rate_is_inside_its_99_percent_binomial_interval(record):
         client, srv = _iperf_udp(p, "9M", 100, 11)
         stats = p.stats()
     s = srv["end"]["sum_received"]
-    n, lost = s["packets"], s["lost_packets"]
     c = stats["ab"]["counters"]
-    record(packets=n, lost=lost, rate=round(lost / n, 5), emulator_dropped=c["dropped_loss"])
-    assert n >= 100_000, f"only {n} packets were sent"
+    # The loss model's own count over what reached it: iperf3's count also holds what the
+    # host dropped outside the link (a full socket buffer, the softnet backlog) on a busy machine.
+    n, lost = c["arrived"], c["dropped_loss"]
+    record(packets=n, lost=lost, rate=round(lost / n, 5), iperf3_packets=s["packets"],
+           iperf3_lost=s["lost_packets"])
+    assert n >= 100_000, f"only {n} packets reached the link"
     sd = math.sqrt(n * 0.01 * 0.99)
     assert abs(lost - 0.01 * n) <= 2.576 * sd, f"{lost} lost of {n}: outside {0.01 * n:.0f} +- {2.576 * sd:.0f}"
+    # What the receiver missed includes at least what the link dropped.
+    assert s["lost_packets"] >= lost, (s["lost_packets"], lost)
 
 
 def test_gilbert_elliott_rate_and_burst_length_match_their_formulas(record, tmp_path):

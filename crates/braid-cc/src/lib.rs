@@ -10,6 +10,7 @@
 mod controls;
 mod error;
 mod install;
+pub mod native;
 mod settings;
 mod skel;
 mod sysctl;

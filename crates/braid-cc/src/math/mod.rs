@@ -5,43 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-#[repr(C)]
-struct Sim {
-    _opaque: [u8; 0],
-}
-
-extern "C" {
-    fn braid_native_abi_version() -> u32;
-    fn braid_native_frac_scale() -> u32;
-    fn braid_native_strength_scale() -> u32;
-    fn braid_native_hstcp_rows() -> u32;
-    fn braid_native_new(control: i32, cwnd: u32, ssthresh: u32, now_us: u64) -> *mut Sim;
-    fn braid_native_free(s: *mut Sim);
-    fn braid_native_cwnd(s: *const Sim) -> u32;
-    fn braid_native_ssthresh(s: *const Sim) -> u32;
-    fn braid_native_cnt(s: *const Sim) -> u32;
-    fn braid_native_htcp_alpha_128(s: *const Sim) -> u32;
-    fn braid_native_htcp_beta_128(s: *const Sim) -> u32;
-    fn braid_native_htcp_max_rtt_us(s: *const Sim) -> u32;
-    fn braid_native_ack(s: *mut Sim, acked: u32, now_us: u64, frac_cwnd: u32, n: u32, k_milli: u32);
-    fn braid_native_htcp_sample(s: *mut Sim, now_us: u64, rtt_us: u32, pkts: u32, ca_open: i32);
-    fn braid_native_loss(
-        s: *mut Sim,
-        now_us: u64,
-        recovery_us: u64,
-        since_reduction_us: u64,
-        group_epoch: u64,
-        min_srtt_us: u32,
-        signal: *mut i32,
-    ) -> u32;
-    fn braid_native_tcpp_reduce(s: *mut Sim, missed: u32, group_epoch: u64, n: u32, k_milli: u32);
-    fn braid_native_hstcp_a(cwnd: u32) -> u32;
-    fn braid_native_hstcp_b_256(cwnd: u32) -> u32;
-    fn braid_native_hstcp_row_cwnd(row: u32) -> u32;
-    fn braid_native_tcpp_factor_1024(n: u32, k_milli: u32) -> u32;
-    fn braid_native_tcpp_threshold2(n: u32, cwnd: u32) -> u64;
-    fn braid_native_htcp_alpha_at(since_cong_us: u64, min_rtt_us: u32, beta_128: u32) -> u32;
-}
+use crate::native::ffi::*;
 
 /// One control's window, owned on the C side.
 struct Window {

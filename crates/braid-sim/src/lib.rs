@@ -1,0 +1,431 @@
+//! N TCP flows through one bottleneck, on virtual time and seeded, so a
+//! run is exactly repeatable and takes milliseconds: the tier between the
+//! controls' unit vectors and the real kernel's system tests.
+//!
+//! What is real: each flow's window is the controls' own arithmetic
+//! (bpf/math/, compiled natively: `braid_cc::native`), a TCP-P group is
+//! coupled as bpf/braid_cc.bpf.c couples it (an epoch the members catch up
+//! with, the burst guard), and the bottleneck is braid-link's `Direction`
+//! (loss model, drop-tail or RED queue, exact serialisation, delay line).
+//!
+//! What is simplified (unlike the kernel, on purpose, to stay small):
+//! - every packet is MSS-sized and always backlogged (bulk flows), ACKs
+//!   come one per packet over a reverse path that only delays them;
+//! - a packet is found lost once a packet sent 3 or more after it is
+//!   acknowledged (SACK's dupthresh on a path that never reorders); one
+//!   window reduction per round trip (NewReno's recovery: no growth until
+//!   what was in flight at the loss is acknowledged);
+//! - a retransmission timeout (no ACK for max(200 ms, 3 sRTT)) reduces the
+//!   window like a loss, where Linux would restart from one packet;
+//! - no delayed ACKs, no pacing, no receive window.
+
+use std::collections::VecDeque;
+
+use braid_cc::native::{Arith, Window};
+use braid_link::{Config, Direction, Frame};
+
+/// Bytes of a data packet on the wire; its payload is [`MSS`].
+pub const WIRE: usize = 1500;
+pub const MSS: usize = 1448;
+const DUPTHRESH: u64 = 3;
+
+/// One flow: its control, and its settings as braid-cc would give them.
+#[derive(Clone, Copy, Debug)]
+pub struct Flow {
+    pub arith: Arith,
+    /// braid_frac's growth in thousandths of Reno's (1000/m).
+    pub frac_cwnd: u32,
+    /// A TCP-P group (index into the run's groups), for `Arith::Tcpp`.
+    pub group: Option<usize>,
+    /// TCP-P's strength k x 1000.
+    pub k_milli: u32,
+    /// When the flow starts, and stops (None: runs to the end), in ns.
+    pub start_ns: u64,
+    pub stop_ns: Option<u64>,
+}
+
+impl Flow {
+    pub fn new(arith: Arith) -> Flow {
+        Flow {
+            arith,
+            frac_cwnd: 1000,
+            group: None,
+            k_milli: 1000,
+            start_ns: 0,
+            stop_ns: None,
+        }
+    }
+
+    pub fn frac(m: u32) -> Flow {
+        Flow {
+            frac_cwnd: 1000 / m,
+            ..Flow::new(Arith::Frac)
+        }
+    }
+
+    pub fn tcpp(group: usize, k_milli: u32) -> Flow {
+        Flow {
+            group: Some(group),
+            k_milli,
+            ..Flow::new(Arith::Tcpp)
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Pkt {
+    flow: usize,
+    seq: u64,
+    sent_ns: u64,
+}
+
+impl Frame for Pkt {
+    fn len(&self) -> usize {
+        WIRE
+    }
+}
+
+/// A TCP-P group's shared state, as the BPF glue keeps it in its map.
+#[derive(Default, Debug)]
+struct Group {
+    members: u32,
+    epoch: u64,
+    last_reduction_ns: Option<u64>,
+}
+
+struct Sender {
+    spec: Flow,
+    win: Window,
+    next_seq: u64,
+    /// Sent and not yet acknowledged or found lost: (seq, sent at). A
+    /// lost packet's data goes again as a new packet (bulk data is alike).
+    outstanding: VecDeque<(u64, u64)>,
+    /// In recovery until a packet of this sequence or later is acknowledged.
+    recovery_until: Option<u64>,
+    srtt_ns: u64,
+    /// The smallest smoothed RTT seen: with the current one, the TCP-P burst guard.
+    min_srtt_ns: u64,
+    last_ack_ns: u64,
+    seen_epoch: u64,
+    active: bool,
+    /// Payload packets that reached the receiver, and when each window of
+    /// the measurement began (see [`Run::measure`]).
+    delivered: u64,
+    losses: u64,
+}
+
+/// What a run measured, per flow, over its measurement window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// Payload bits per second.
+    pub bps: Vec<f64>,
+    /// Window reductions (loss events) per flow.
+    pub losses: Vec<u64>,
+    /// Packets the bottleneck dropped (queue, RED, loss model).
+    pub dropped: u64,
+}
+
+impl Outcome {
+    pub fn mbps(&self, flows: std::ops::Range<usize>) -> f64 {
+        self.bps[flows].iter().sum::<f64>() / 1e6
+    }
+}
+
+/// A bottleneck (braid-link's configuration, one way) and the reverse
+/// path's delay.
+pub struct Run {
+    link: Direction<Pkt>,
+    reverse_ns: u64,
+    senders: Vec<Sender>,
+    groups: Vec<Group>,
+}
+
+impl Run {
+    pub fn new(link: Config, reverse_ns: u64, flows: &[Flow]) -> Run {
+        let groups = flows
+            .iter()
+            .filter_map(|f| f.group)
+            .max()
+            .map_or(0, |g| g + 1);
+        Run {
+            link: Direction::new(link, false),
+            reverse_ns,
+            senders: flows
+                .iter()
+                .map(|f| Sender {
+                    spec: *f,
+                    win: Window::new(f.arith, 10, u32::MAX, f.start_ns / 1000),
+                    next_seq: 0,
+                    outstanding: VecDeque::new(),
+                    recovery_until: None,
+                    srtt_ns: 0,
+                    min_srtt_ns: 0,
+                    last_ack_ns: f.start_ns,
+                    seen_epoch: 0,
+                    active: false,
+                    delivered: 0,
+                    losses: 0,
+                })
+                .collect(),
+            groups: (0..groups).map(|_| Group::default()).collect(),
+        }
+    }
+
+    /// Runs until `end_ns` and reports what each flow moved from
+    /// `from_ns` on (the warm-up before it is left out).
+    pub fn measure(mut self, from_ns: u64, end_ns: u64) -> Outcome {
+        let mut acks: VecDeque<(u64, Pkt)> = VecDeque::new();
+        let mut at_from: Option<Vec<(u64, u64)>> = None;
+        let mut now = 0u64;
+        let mut dropped = 0u64;
+        loop {
+            if at_from.is_none() && now >= from_ns {
+                at_from = Some(
+                    self.senders
+                        .iter()
+                        .map(|s| (s.delivered, s.losses))
+                        .collect(),
+                );
+            }
+            self.start_and_stop(now);
+            for i in 0..self.senders.len() {
+                self.check_timeout(i, now);
+                dropped += self.send(i, now);
+            }
+            while let Some(p) = self.link.pop(now) {
+                acks.push_back((now + self.reverse_ns, p));
+            }
+            while acks.front().is_some_and(|(at, _)| *at <= now) {
+                let (_, p) = acks.pop_front().expect("front exists");
+                self.on_ack(p, now);
+            }
+            for i in 0..self.senders.len() {
+                dropped += self.send(i, now);
+            }
+            let next = [
+                self.link.next_wakeup(),
+                acks.front().map(|(at, _)| *at),
+                self.next_timer(now),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            match next {
+                Some(t) if t <= end_ns => now = t.max(now + 1),
+                _ => break,
+            }
+        }
+        let base = at_from.unwrap_or_else(|| vec![(0, 0); self.senders.len()]);
+        let secs = (end_ns - from_ns) as f64 / 1e9;
+        Outcome {
+            bps: self
+                .senders
+                .iter()
+                .zip(&base)
+                .map(|(s, b)| (s.delivered - b.0) as f64 * MSS as f64 * 8.0 / secs)
+                .collect(),
+            losses: self
+                .senders
+                .iter()
+                .zip(&base)
+                .map(|(s, b)| s.losses - b.1)
+                .collect(),
+            dropped,
+        }
+    }
+
+    fn start_and_stop(&mut self, now: u64) {
+        for s in &mut self.senders {
+            let live = now >= s.spec.start_ns && s.spec.stop_ns.is_none_or(|t| now < t);
+            if live != s.active {
+                s.active = live;
+                if let Some(g) = s.spec.group {
+                    // Membership as init/release count it.
+                    let g = &mut self.groups[g];
+                    if live {
+                        g.members += 1;
+                        s.seen_epoch = g.epoch;
+                    } else {
+                        g.members -= 1;
+                    }
+                }
+                if live {
+                    s.last_ack_ns = now;
+                }
+            }
+        }
+    }
+
+    /// When a flow's retransmission timer or start comes due.
+    fn next_timer(&self, now: u64) -> Option<u64> {
+        self.senders
+            .iter()
+            .filter_map(|s| {
+                if !s.active {
+                    return (s.spec.start_ns > now).then_some(s.spec.start_ns);
+                }
+                if let Some(stop) = s.spec.stop_ns.filter(|t| *t > now) {
+                    if s.outstanding.is_empty() {
+                        return Some(stop);
+                    }
+                }
+                (!s.outstanding.is_empty()).then(|| s.last_ack_ns + rto(s))
+            })
+            .min()
+    }
+
+    /// Sends what the window allows; returns the packets the link dropped.
+    fn send(&mut self, i: usize, now: u64) -> u64 {
+        let s = &mut self.senders[i];
+        if !s.active {
+            return 0;
+        }
+        let mut dropped = 0;
+        while (s.outstanding.len() as u64) < s.win.cwnd() as u64 {
+            let seq = s.next_seq;
+            s.next_seq += 1;
+            s.outstanding.push_back((seq, now));
+            let p = Pkt {
+                flow: i,
+                seq,
+                sent_ns: now,
+            };
+            if self.link.arrive(now, p).is_err() {
+                dropped += 1;
+            }
+        }
+        dropped
+    }
+
+    fn check_timeout(&mut self, i: usize, now: u64) {
+        let s = &self.senders[i];
+        if !s.active || s.outstanding.is_empty() || now < s.last_ack_ns + rto(s) {
+            return;
+        }
+        self.reduce(i, now);
+        let s = &mut self.senders[i];
+        s.outstanding.clear();
+        s.recovery_until = Some(s.next_seq);
+        s.last_ack_ns = now;
+    }
+
+    fn on_ack(&mut self, p: Pkt, now: u64) {
+        let i = p.flow;
+        self.catch_up(i);
+        let (n, k) = self.group_of(i);
+        let s = &mut self.senders[i];
+        s.delivered += 1;
+        s.last_ack_ns = now;
+        let rtt = now - p.sent_ns;
+        s.srtt_ns = if s.srtt_ns == 0 {
+            rtt
+        } else {
+            (7 * s.srtt_ns + rtt) / 8
+        };
+        s.min_srtt_ns = if s.min_srtt_ns == 0 {
+            s.srtt_ns
+        } else {
+            s.min_srtt_ns.min(s.srtt_ns)
+        };
+        let Some(pos) = s.outstanding.iter().position(|(q, _)| *q == p.seq) else {
+            return;
+        };
+        s.outstanding.remove(pos);
+        // Packets sent DUPTHRESH or more before this one and not yet acknowledged are lost.
+        let mut lost = 0;
+        while s
+            .outstanding
+            .front()
+            .is_some_and(|(q, _)| q + DUPTHRESH <= p.seq)
+        {
+            s.outstanding.pop_front();
+            lost += 1;
+        }
+        if s.recovery_until.is_some_and(|r| p.seq >= r) {
+            s.recovery_until = None;
+        }
+        if lost > 0 {
+            if s.recovery_until.is_none() {
+                self.reduce(i, now);
+                let s = &mut self.senders[i];
+                s.recovery_until = Some(s.next_seq);
+            }
+            return;
+        }
+        let s = &mut self.senders[i];
+        if s.recovery_until.is_none() && s.active {
+            if s.spec.arith == Arith::Htcp {
+                s.win.htcp_sample(now / 1000, (rtt / 1000) as u32);
+            }
+            s.win.ack(1, now / 1000, s.spec.frac_cwnd, n, k);
+        }
+    }
+
+    fn group_of(&self, i: usize) -> (u32, u32) {
+        let s = &self.senders[i];
+        match s.spec.group {
+            Some(g) => (self.groups[g].members.max(1), s.spec.k_milli),
+            None => (1, s.spec.k_milli),
+        }
+    }
+
+    /// Applies the reductions other members of the flow's group signalled
+    /// since it last looked (the glue's tcpp_catch_up).
+    fn catch_up(&mut self, i: usize) {
+        let Some(g) = self.senders[i].spec.group else {
+            return;
+        };
+        let (epoch, members) = (self.groups[g].epoch, self.groups[g].members);
+        let s = &mut self.senders[i];
+        if epoch != s.seen_epoch {
+            s.win.tcpp_reduce(
+                (epoch - s.seen_epoch) as u32,
+                epoch,
+                members.max(1),
+                s.spec.k_milli,
+            );
+            s.seen_epoch = epoch;
+        }
+    }
+
+    /// A loss event: the control's response, and a TCP-P member's signal to
+    /// its group (the glue's tcpp_ssthresh).
+    fn reduce(&mut self, i: usize, now: u64) {
+        self.catch_up(i);
+        let group = self.senders[i].spec.group;
+        let (since, epoch) = match group {
+            Some(g) => (
+                self.groups[g]
+                    .last_reduction_ns
+                    .map_or(u64::MAX, |t| now.saturating_sub(t) / 1000),
+                self.groups[g].epoch,
+            ),
+            None => (u64::MAX, 0),
+        };
+        let s = &mut self.senders[i];
+        s.losses += 1;
+        let guard_us = (s.min_srtt_ns.max(s.srtt_ns) / 1000).min(u32::MAX as u64) as u32;
+        let (_, signal) = s.win.loss(now / 1000, since, epoch, guard_us);
+        if let (Some(g), true) = (group, signal) {
+            let g = &mut self.groups[g];
+            g.epoch += 1;
+            g.last_reduction_ns = Some(now);
+            self.senders[i].seen_epoch = g.epoch;
+        }
+    }
+}
+
+/// The retransmission timeout.
+fn rto(s: &Sender) -> u64 {
+    (3 * s.srtt_ns).max(200_000_000)
+}
+
+/// Jain's fairness index of `x`.
+pub fn jain(x: &[f64]) -> f64 {
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    if sq == 0.0 {
+        return 1.0;
+    }
+    sum * sum / (x.len() as f64 * sq)
+}

@@ -1,0 +1,172 @@
+//! What the papers and the kernel tier claim of the controls, pinned on
+//! virtual time: seeded, repeatable to the bit, in well under a second
+//! each. The kernel tier (tests/system) measures the same on real sockets
+//! with wide tolerances; here the tolerances are the model's, not a busy
+//! machine's.
+
+use braid_cc::native::Arith;
+use braid_link::spec;
+use braid_sim::{jain, Flow, Outcome, Run};
+
+const S: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+
+/// `link` in netem's words (braid-link's spec) one way, `rtt_ms` in all.
+fn run(link: &str, rtt_ms: u64, flows: &[Flow], from_s: u64, to_s: u64) -> Outcome {
+    let one_way = rtt_ms * MS / 2;
+    // A trailing "jitter": 1 ms of it on the delay, as a real path has.
+    let (link, jitter) = match link.strip_suffix(" jitter") {
+        Some(l) => (l, " 1ms"),
+        None => (link, ""),
+    };
+    let cfg =
+        spec::parse(&format!("{link} delay {}ms{jitter}", rtt_ms / 2)).expect("a valid link spec");
+    Run::new(cfg, one_way, flows).measure(from_s * S, to_s * S)
+}
+
+/// `n` flows like `f`, starting 37 ms apart: flows that start together on
+/// one RTT through a drop-tail queue lose packets in lockstep.
+fn many(n: usize, f: Flow) -> Vec<Flow> {
+    (0..n)
+        .map(|i| Flow {
+            start_ns: i as u64 * 37 * MS,
+            ..f
+        })
+        .collect()
+}
+
+#[test]
+fn frac_grows_as_if_its_rtt_were_m_times_longer() {
+    // Hacker 2004 section V: under loss that is not congestion, a fractional
+    // stream's window is sqrt(frac) of Reno's, so it moves 1/sqrt(m) as much.
+    for (m, want) in [(10u32, 0.316), (100, 0.100)] {
+        let mut flows = many(8, Flow::new(Arith::Reno));
+        flows.extend(many(8, Flow::frac(m)));
+        let o = run(
+            "rate 10gbit limit 100000 loss random 0.1% seed 3",
+            50,
+            &flows,
+            20,
+            200,
+        );
+        let ratio = o.mbps(8..16) / o.mbps(0..8);
+        eprintln!(
+            "measured: frac m={m}: {:.3} of Reno (1/sqrt(m) = {want})",
+            ratio
+        );
+        assert!(
+            (ratio / want - 1.0).abs() < 0.12,
+            "m = {m}: {ratio:.3}, want {want}"
+        );
+    }
+}
+
+#[test]
+fn reno_under_random_loss_follows_mathis() {
+    // One stream, loss p: MSS * C / (RTT * sqrt(p)), C about 1.3 under random loss.
+    let o = run(
+        "rate 10gbit limit 100000 loss random 0.1% seed 5",
+        50,
+        &many(4, Flow::new(Arith::Reno)),
+        20,
+        300,
+    );
+    let per_flow = o.mbps(0..4) / 4.0;
+    let mathis = 1448.0 * 8.0 * 1.30 / (0.050 * 0.001f64.sqrt()) / 1e6;
+    eprintln!("measured: Reno at p = 1e-3, 50 ms: {per_flow:.2} Mb/s a flow, Mathis (C = 1.30) {mathis:.2}");
+    assert!(
+        (per_flow / mathis - 1.0).abs() < 0.15,
+        "{per_flow:.2} against {mathis:.2}"
+    );
+}
+
+/// The bottleneck of Cho & Bettati's 20 Mb/s setting: 50 ms, a queue of about a BDP, and
+/// 1 ms of jitter. Without jitter (and with flows started together) every flow has the same
+/// RTT to the packet and a drop-tail queue drops in lockstep: 8 TCP-P flows of strength 1
+/// then took 2.3 times a Reno flow's rate, and 10 of strength 2 took 4.3 (phase effects).
+const SHARED: &str = "rate 20mbit limit 83 seed 11 jitter";
+
+#[test]
+fn parallel_reno_streams_take_about_n_shares() {
+    let mut flows = many(4, Flow::new(Arith::Reno));
+    flows.push(Flow::new(Arith::Reno));
+    let o = run(SHARED, 50, &flows, 30, 330);
+    let ratio = o.mbps(0..4) / o.mbps(4..5);
+    eprintln!("measured: 4 Reno against 1 Reno: {ratio:.2}");
+    assert!((3.5..=5.0).contains(&ratio), "{ratio:.2}");
+}
+
+#[test]
+fn a_tcpp_group_of_strength_one_takes_one_flows_share() {
+    // Cho & Bettati Eq. 8 and 9: N coupled flows behave like one.
+    for n in [2usize, 4, 8] {
+        let mut flows = many(n, Flow::tcpp(0, 1000));
+        flows.push(Flow::new(Arith::Reno));
+        let o = run(SHARED, 50, &flows, 30, 330);
+        let ratio = o.mbps(0..n) / o.mbps(n..n + 1);
+        eprintln!("measured: {n} TCP-P (k = 1) against 1 Reno: {ratio:.2}");
+        assert!((0.65..=1.25).contains(&ratio), "N = {n}: {ratio:.2}");
+    }
+}
+
+#[test]
+fn a_tcpp_group_of_strength_k_takes_about_k_shares() {
+    // 10 TCP-P flows of strength k affect a Reno flow as k plain flows would.
+    for k in [2u32, 4] {
+        let mut flows = many(10, Flow::tcpp(0, k * 1000));
+        flows.push(Flow::new(Arith::Reno));
+        let o = run(SHARED, 50, &flows, 30, 330);
+        let ratio = o.mbps(0..10) / o.mbps(10..11);
+        eprintln!("measured: 10 TCP-P (k = {k}) against 1 Reno: {ratio:.2}");
+        assert!(
+            ratio > 0.6 * k as f64 && ratio < 1.3 * k as f64,
+            "k = {k}: {ratio:.2}"
+        );
+    }
+}
+
+#[test]
+fn equal_flows_share_the_bottleneck_fairly_and_fill_it() {
+    let o = run(SHARED, 50, &many(4, Flow::new(Arith::Reno)), 30, 330);
+    let j = jain(&o.bps);
+    let used = o.mbps(0..4) / 20.0 * (1500.0 / 1448.0);
+    eprintln!(
+        "measured: 4 Reno flows: Jain {j:.4}, link used {:.1} %",
+        used * 100.0
+    );
+    assert!(j > 0.98, "{j}");
+    assert!(used > 0.9, "{used}");
+}
+
+#[test]
+fn runs_are_repeatable_to_the_bit_and_the_seed_matters() {
+    let flows = vec![
+        Flow::new(Arith::Reno),
+        Flow::frac(10),
+        Flow::tcpp(0, 1000),
+        Flow::tcpp(0, 1000),
+    ];
+    let a = run(
+        "rate 20mbit limit 83 loss random 0.01% seed 1",
+        50,
+        &flows,
+        5,
+        30,
+    );
+    let b = run(
+        "rate 20mbit limit 83 loss random 0.01% seed 1",
+        50,
+        &flows,
+        5,
+        30,
+    );
+    let c = run(
+        "rate 20mbit limit 83 loss random 0.01% seed 2",
+        50,
+        &flows,
+        5,
+        30,
+    );
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
