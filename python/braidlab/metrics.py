@@ -119,6 +119,26 @@ def mathis(mss: float, rtt: float, p: float) -> float:
     return mss * 8 * MATHIS_C / (rtt * math.sqrt(p))
 
 
+def padhye(mss: float, rtt: float, p: float, rto: float, b: float = 1.0, wmax: float | None = None) -> float:
+    """Padhye, Firoiu, Towsley and Kurose's model with timeouts (their Eq. 31), b/s: `b`
+    packets per ACK, `rto` the first timeout, `wmax` the receiver's window in packets.
+    The engine's braid::model::padhye_bps; crates/braid/vectors/models.json holds both."""
+    cap = math.inf if wmax is None else wmax / rtt
+    if p <= 0:
+        return cap * mss * 8
+    fast = rtt * math.sqrt(2 * b * p / 3)
+    timeouts = rto * min(1.0, 3 * math.sqrt(3 * b * p / 8)) * p * (1 + 32 * p * p)
+    return min(1 / (fast + timeouts), cap) * mss * 8
+
+
+def knee_streams(one_stream_bps: float, rate_bps: float) -> int:
+    """The knee as the model sees it: the fewest streams whose aggregate (Hacker 2002 Eq. 4,
+    n times one stream) reaches the path's rate; at least one."""
+    if not one_stream_bps > 0 or one_stream_bps >= rate_bps:
+        return 1
+    return math.ceil(rate_bps / one_stream_bps)
+
+
 def mathis_aggregate(streams: Sequence[tuple[float, float, float]]) -> float:
     """Hacker 2002 Eq. 5: the sum of each stream's Mathis bound, given
     (mss, rtt, p) per stream; streams that saw no loss are left out, since

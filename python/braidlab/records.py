@@ -216,19 +216,43 @@ class TraceTotal:
     retransmits: int
 
 
+@dataclass(frozen=True)
+class PlanMode:
+    mode: str
+    streams: int
+    predicted_bps: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    rate_bps: float
+    rtt_s: float
+    loss: float
+    mss: float
+    measured: bool
+    c: float
+    one_stream_bps: float | None
+    knee: int
+    modes: list[PlanMode]
+    recommend_mode: str
+    recommend_streams: int
+    reason: str
+
+
 Record = (Interval | Event | Summary | Source | SinkInterval | SinkSummary | SinkMalformed | Flows | Rtt | Ping
-          | TraceSample | TraceStream | TraceTotal)
+          | TraceSample | TraceStream | TraceTotal | Plan)
 
 TYPES: dict[str, type] = {
     "interval": Interval, "event": Event, "summary": Summary, "source": Source, "sink_interval": SinkInterval,
     "sink_summary": SinkSummary, "sink_malformed": SinkMalformed, "flows": Flows, "rtt": Rtt, "ping": Ping,
-    "trace_sample": TraceSample, "trace_stream": TraceStream, "trace_total": TraceTotal,
+    "trace_sample": TraceSample, "trace_stream": TraceStream, "trace_total": TraceTotal, "plan": Plan,
 }
 
 # Fields that hold records of their own.
 _NESTED: dict[tuple[type, str], type] = {
     (Interval, "streams"): StreamSample, (Summary, "streams"): StreamSummary,
     (TraceSample, "info"): TcpInfo, (TraceStream, "info"): TcpInfo, (TraceStream, "settings"): SocketSettings,
+    (Plan, "modes"): PlanMode,
 }
 
 

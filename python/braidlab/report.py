@@ -14,6 +14,7 @@ never say different things.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import statistics
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 from . import claims as claims_mod
 from . import cwnd, metrics, results
 from .experiment import ExperimentError, load, parse
+from .measured import MeasuredCell
 
 # The metrics a scenario's table may show, in order, with their headings.
 METRICS = [
@@ -119,18 +121,18 @@ def sweep_figure(scenario: str, families: dict[str, tuple[str, list[dict]]], met
     return _save(fig, path)
 
 
-def series_figure(cells: list[dict], scenario: str, path: Path) -> Path:
+def series_figure(cells: list[MeasuredCell], scenario: str, path: Path) -> Path:
     plt = _plt()
     fig, axes = plt.subplots(2, len(cells), figsize=(3.6 * len(cells), 5), squeeze=False, sharex=True)
     for col, c in enumerate(cells):
         per: dict[int, list] = defaultdict(list)
-        for t, s, mbps, cwnd, _rtt in c["series"]:
+        for t, s, mbps, cwnd, _rtt in ((p.t, p.stream, p.mbps, p.cwnd, p.srtt_ms) for p in c.series):
             per[s].append((t, mbps, cwnd))
         for s, pts in sorted(per.items()):
             pts.sort()
             axes[0][col].plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8)
             axes[1][col].plot([p[0] for p in pts], [p[2] for p in pts], lw=0.8)
-        axes[0][col].set_title(c["method"], fontsize=9)
+        axes[0][col].set_title(c.method, fontsize=9)
         axes[1][col].set_xlabel("s")
     axes[0][0].set_ylabel("Mb/s per stream")
     axes[1][0].set_ylabel("cwnd (packets)")
@@ -185,7 +187,7 @@ def _families(rows: list[dict]) -> dict[str, tuple[str, list[dict]]]:
     return out
 
 
-def _merged(run_dirs: list[Path]) -> tuple[list[dict], list[dict]]:
+def _merged(run_dirs: list[Path]) -> tuple[list[dict], list[MeasuredCell]]:
     """(each run's run.json, all their cells): runs of one experiment and variant pool their
     repetitions, renumbered after one another."""
     metas, cells = [], []
@@ -193,7 +195,7 @@ def _merged(run_dirs: list[Path]) -> tuple[list[dict], list[dict]]:
     for d in run_dirs:
         meta, cs = results.load(d)
         metas.append(meta)
-        cells += [{**c, "rep": c["rep"] + offset} for c in cs]
+        cells += [dataclasses.replace(c, rep=c.rep + offset) for c in cs]
         offset += meta["repeat"]
     return metas, cells
 
@@ -207,7 +209,7 @@ def _builds(run_dir: Path) -> str:
     seen: dict[str, int] = {}
     unknown = 0
     for c in results.load(run_dir)[1]:
-        b = c.get("build")
+        b = c.build
         if not b:
             unknown += 1
             continue
@@ -317,7 +319,7 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
                 b.append(Block("img", box_figure(rows, sc, methods, "cross_mbps", "competitors Mb/s",
                                                  fig_dir / f"{exp.name}-{sc}-cross.png"),
                                f"{sc}: the competing flows' aggregate beside each method"))
-        shown = [c for c in cells if c["scenario"] == sc and c["rep"] == 0][:5]
+        shown = [c for c in cells if c.scenario == sc and c.rep == 0][:5]
         if shown:
             b.append(Block("img", series_figure(shown, sc, fig_dir / f"{exp.name}-{sc}-series.png"),
                            f"{sc}: throughput and cwnd per stream"))

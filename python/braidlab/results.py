@@ -19,7 +19,10 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+import dataclasses
+
 from . import metrics
+from .measured import MeasuredCell
 
 CELL_COLUMNS = [
     "scenario", "method", "rep", "mode", "streams", "cc", "virtual_rtt", "strength", "mtu", "seconds",
@@ -36,81 +39,81 @@ def mss_of(mtu: int, timestamps: bool = True) -> int:
     return mtu - 40 - (12 if timestamps else 0)
 
 
-def _stream_srtt_ms(cell: dict, after: float) -> dict[int, float]:
+def _stream_srtt_ms(cell: MeasuredCell, after: float) -> dict[int, float]:
     by: dict[int, list[float]] = defaultdict(list)
-    for t, stream, _mbps, _cwnd, srtt_ms in cell["series"]:
-        if srtt_ms > 0 and t >= after:
-            by[stream].append(srtt_ms)
+    for p in cell.series:
+        if p.srtt_ms > 0 and p.t >= after:
+            by[p.stream].append(p.srtt_ms)
     return {k: statistics.median(v) for k, v in by.items()}
 
 
-def measured(cell: dict) -> tuple[list[dict], float, int, float]:
+def measured(cell: MeasuredCell) -> tuple[list, float, int, float]:
     """(per-stream counters, seconds, bytes moved, loss ratio) of the method
     over its measured window: all of it, or what came after the omitted
     start (slow start's overshoot) when the variant set `omit`."""
-    b = cell["bench"]
-    seconds = b["seconds"] or cell["seconds"]
-    start = cell.get("at_omit")
+    b = cell.bench
+    seconds = b.seconds or cell.seconds
+    start = cell.at_omit
     if not start:
-        moved = b["peer_bytes"] if b.get("peer_bytes") is not None else b["bytes"]
-        return cell["streams"], seconds, moved, b["loss_ratio"]
-    mss = mss_of(cell["mtu"], cell.get("timestamps", True))
+        moved = b.peer_bytes if b.peer_bytes is not None else b.bytes
+        return cell.streams, seconds, moved, b.loss_ratio
+    mss = mss_of(cell.mtu, cell.timestamps)
     streams = []
-    for s in cell["streams"]:
-        s0 = start["streams"].get(str(s["stream"]), {"bytes": 0, "retransmits": 0})
-        nbytes = s["bytes"] - s0["bytes"]
+    for s in cell.streams:
+        s0 = start["streams"].get(str(s.stream), {"bytes": 0, "retransmits": 0})
+        nbytes = s.bytes - s0["bytes"]
         # Segments counted from bytes: TCP_INFO's segment count is only in the summary.
-        streams.append({**s, "bytes": nbytes, "retransmits": s["retransmits"] - s0["retransmits"],
-                        "data_segs_out": max(1, nbytes // mss)})
-    lost = sum(s["retransmits"] for s in streams)
-    sent = sum(s["data_segs_out"] for s in streams)
-    return streams, seconds - start["t"], sum(s["bytes"] for s in streams), metrics.loss_ratio(lost, sent)
+        streams.append(dataclasses.replace(s, bytes=nbytes, retransmits=s.retransmits - s0["retransmits"],
+                                           data_segs_out=max(1, nbytes // mss)))
+    lost = sum(s.retransmits for s in streams)
+    sent = sum(s.data_segs_out for s in streams)
+    return streams, seconds - start["t"], sum(s.bytes for s in streams), metrics.loss_ratio(lost, sent)
 
 
-def cell_metrics(cell: dict) -> dict:
+def cell_metrics(cell: MeasuredCell) -> dict:
     """The papers' metrics of one cell (appropriation is filled in by `appropriations`)."""
     streams, seconds, moved, loss = measured(cell)
-    mss = mss_of(cell["mtu"], cell.get("timestamps", True))
-    start = cell.get("at_omit")
-    st = cell["setting"]
+    mss = mss_of(cell.mtu, cell.timestamps)
+    start = cell.at_omit
+    st = cell.setting
     m = {
-        "scenario": cell["scenario"], "method": cell["method"], "rep": cell["rep"], "mode": st["mode"],
-        "streams": st["streams"], "cc": st.get("cc") or "", "virtual_rtt": st.get("virtual_rtt"),
-        "strength": st.get("strength"), "mtu": cell["mtu"], "seconds": seconds,
+        "scenario": cell.scenario, "method": cell.method, "rep": cell.rep, "mode": st.mode,
+        "streams": st.streams, "cc": st.cc or "", "virtual_rtt": st.virtual_rtt,
+        "strength": st.strength, "mtu": cell.mtu, "seconds": seconds,
         "method_bytes": moved, "method_mbps": moved * 8 / seconds / 1e6,
         "method_loss_ratio": loss, "appropriation": None,
     }
     srtt = _stream_srtt_ms(cell, start["t"] if start else 0.0)
     m["method_srtt_ms"] = statistics.median(srtt.values()) if srtt else None
-    cap = cell.get("capacity_bytes")
+    cap = cell.capacity_bytes
     m["capacity_mb"] = cap / 1e6 if cap else None
     m["effectiveness"] = metrics.effectiveness(moved, cap) if cap else None
-    cross = cell.get("cross_tcp")
-    m["cross_mbps"] = sum(f["mbps"] for f in cross) if cross else None
+    cross = cell.cross_tcp
+    m["cross_mbps"] = sum(f.mbps for f in cross) if cross else None
     # Cho-Bettati's comparison: the group against the competing flow(s).
     m["ratio_to_cross"] = m["method_mbps"] / m["cross_mbps"] if m["cross_mbps"] else None
-    udp = cell.get("udp")
-    m["udp_loss"] = udp["loss_ratio"] if udp else None
-    m["sqrt_p"] = metrics.sqrt_p(udp["loss_ratio"]) if udp else None
-    ping = cell.get("ping")
-    m["rtt_median_ms"] = ping["median_ms"] if ping else None
-    m["rtt_p99_ms"] = ping["p99_ms"] if ping else None
-    link = cell["link"]
-    m["utilisation"] = metrics.utilisation(link.get("departed_bytes", 0), cell["rate_bps"],
-                                           cell.get("link_seconds") or cell["seconds"])
+    udp = cell.udp
+    m["udp_loss"] = udp.loss_ratio if udp else None
+    m["sqrt_p"] = metrics.sqrt_p(udp.loss_ratio) if udp else None
+    ping = cell.ping
+    m["rtt_median_ms"] = ping.median_ms if ping else None
+    m["rtt_p99_ms"] = ping.p99_ms if ping else None
+    link = cell.link
+    m["utilisation"] = metrics.utilisation(link.get("departed_bytes", 0), cell.rate_bps,
+                                           cell.link_seconds or cell.seconds)
     dropped = sum(link.get(k, 0) for k in ("dropped_loss", "dropped_queue", "dropped_red"))
     m["link_drop_ratio"] = metrics.loss_ratio(dropped, link.get("arrived", 0))
-    per = [s["bytes"] for s in streams]
+    per = [s.bytes for s in streams]
     m["jain"] = metrics.jain(per) if len(per) > 1 else None
     # Hacker 2002's p: loss episodes (recoveries and timeouts) per packet sent, from the kernel's
     # counters of the sender's namespace; without them, each stream's retransmitted share.
-    kern = cell.get("sender_tcp")
+    kern = cell.sender_tcp
     events = sum(kern.get(k, 0) for k in ("TCPRenoRecovery", "TCPSackRecovery", "TCPTimeouts")) if kern else None
     m["loss_events"] = events
     m["p_events"] = metrics.loss_ratio(events, kern["OutSegs"]) if kern and kern.get("OutSegs") else None
-    lossy = [(mss, srtt[s["stream"]] / 1e3,
-              m["p_events"] if m["p_events"] is not None else metrics.loss_ratio(s["retransmits"], s["data_segs_out"]))
-             for s in streams if s["stream"] in srtt]
+    lossy = [(mss, srtt[s.stream] / 1e3,
+              m["p_events"] if m["p_events"] is not None else metrics.loss_ratio(s.retransmits, s.data_segs_out))
+             for s in streams if s.stream in srtt]
     agg = metrics.mathis_aggregate(lossy) if lossy else None
     m["mathis_mbps"] = agg / 1e6 if agg is not None and agg != float("inf") else None
     return m
@@ -131,7 +134,7 @@ def appropriations(rows: list[dict], baseline: str | None) -> None:
             r["appropriation"] = metrics.appropriation(r["cross_mbps"], statistics.median(ref))
 
 
-def flow_rows(experiment: str, cell: dict, m: dict) -> list[dict]:
+def flow_rows(experiment: str, cell: MeasuredCell, m: dict) -> list[dict]:
     rows = []
     common = {"experiment": experiment, **m}
 
@@ -141,28 +144,28 @@ def flow_rows(experiment: str, cell: dict, m: dict) -> list[dict]:
 
     streams, seconds, _moved, _loss = measured(cell)
     for s in streams:
-        add("method", f"s{s['stream']}", s["cc"], s["bytes"], s["bytes"] * 8 / seconds / 1e6, s["retransmits"],
-            metrics.loss_ratio(s["retransmits"], s["data_segs_out"]))
-    for f in cell.get("cross_tcp") or []:
-        add("cross", f["flow"], f.get("cc") or "", f["bytes"], f["mbps"], f["retransmits"], None)
-    if cell.get("udp"):
-        u = cell["udp"]
-        add("udp", "udp", "", u["bytes"], u["mbps"], None, u["loss_ratio"])
+        add("method", f"s{s.stream}", s.cc, s.bytes, s.bytes * 8 / seconds / 1e6, s.retransmits,
+            metrics.loss_ratio(s.retransmits, s.data_segs_out))
+    for f in cell.cross_tcp or []:
+        add("cross", f.flow, f.cc or "", f.bytes, f.mbps, f.retransmits, None)
+    if cell.udp:
+        u = cell.udp
+        add("udp", "udp", "", u.bytes, u.mbps, None, u.loss_ratio)
     return rows
 
 
-def load(run_dir: Path) -> tuple[dict, list[dict]]:
+def load(run_dir: Path) -> tuple[dict, list[MeasuredCell]]:
     """(run.json, the finished cells in plan order)."""
     meta = json.loads((run_dir / "run.json").read_text())
     cells = []
     for scenario, method, rep in meta["plan"]:
         p = run_dir / "cells" / f"{scenario}.{method}.r{rep}.json"
         if p.exists():
-            cells.append(json.loads(p.read_text()))
+            cells.append(MeasuredCell.from_json(json.loads(p.read_text())))
     return meta, cells
 
 
-def table(cells: list[dict], baseline: str | None) -> list[dict]:
+def table(cells: list[MeasuredCell], baseline: str | None) -> list[dict]:
     rows = [cell_metrics(c) for c in cells]
     appropriations(rows, baseline)
     return rows
@@ -193,15 +196,15 @@ def write_tables(exp, run_dir: Path) -> None:
     flows = []
     series = ["scenario,method,rep,t,stream,mbps,cwnd,srtt_ms"]
     for c in cells:
-        flows += flow_rows(exp.name, c, by_id[(c["scenario"], c["method"], c["rep"])])
-        series += [f"{c['scenario']},{c['method']},{c['rep']},{t},{s},{mb},{cw},{rt}"
-                   for t, s, mb, cw, rt in c["series"]]
+        flows += flow_rows(exp.name, c, by_id[(c.scenario, c.method, c.rep)])
+        series += [f"{c.scenario},{c.method},{c.rep},{p.t},{p.stream},{p.mbps},{p.cwnd},{p.srtt_ms}"
+                   for p in c.series]
     write_atomic(run_dir / "cells.csv", _csv(rows, CELL_COLUMNS))
     write_atomic(run_dir / "flows.csv", _csv(flows, FLOW_COLUMNS))
     write_atomic(run_dir / "series.csv", "\n".join(series) + "\n")
 
 
-def one_line(cell: dict) -> str:
+def one_line(cell: MeasuredCell) -> str:
     m = cell_metrics(cell)
     parts = [f"{m['method_mbps']:.1f} Mb/s", f"loss {100 * m['method_loss_ratio']:.3f} %"]
     if m["effectiveness"] is not None:

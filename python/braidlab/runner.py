@@ -33,6 +33,7 @@ from pathlib import Path
 from . import braid, engine, manifest, metrics, results, traffic
 from .dumbbell import Dumbbell
 from .experiment import Cell, Experiment, Scenario, Variant, rate_bps, seconds_of
+from .measured import MeasuredCell
 
 RUN_VERSION = 1
 TCP_PORT = 5201
@@ -290,9 +291,10 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
                     progress(f"    attempt {attempt} failed: {e}")
             if data is None:
                 continue
-            data["build"] = build
-            _write_json(cells_dir / f"{cell.id}.json", data)
-            progress("    " + results.one_line(data))
+            # Checked against the record results reads, before it is kept.
+            record = MeasuredCell.from_json({**data, "build": build})
+            _write_json(cells_dir / f"{cell.id}.json", record.to_json())
+            progress("    " + results.one_line(record))
             results.write_tables(exp, out)
             if i + 1 < len(todo):
                 time.sleep(variant.pause)

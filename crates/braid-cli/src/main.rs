@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cc;
+mod plan;
 mod trace;
 mod traffic;
 mod transfer;
@@ -33,6 +34,8 @@ enum Command {
     Bench(transfer::BenchArgs),
     /// Answers send, get and bench on one port.
     Serve(transfer::ServeArgs),
+    /// What each mode would move on a path, the knee, and the mode to use.
+    Plan(plan::PlanArgs),
     /// Cross traffic and probes for the laboratory: stiff UDP, Poisson flows, RTT probes.
     #[command(subcommand)]
     Traffic(traffic::TrafficCommand),
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Get(a) => return engine(transfer::get(a)),
         Command::Bench(a) => return engine(transfer::bench(a)),
         Command::Serve(a) => return engine(transfer::serve(a)),
+        Command::Plan(a) => return engine(plan::run(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

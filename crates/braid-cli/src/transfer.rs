@@ -214,7 +214,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * mult as f64) as u64)
 }
 
-fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
+pub(crate) fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
     if let Some(f) = file {
         let t = if f.as_os_str() == "-" {
             let mut t = String::new();

@@ -6,6 +6,7 @@
 //! Pure logic (what a mode means per stream, the striping scheduler, range
 //! sets, path checks, rate limiting, the block-wise BLAKE3 tree) is apart from the I/O that drives it.
 
+pub mod advice;
 pub mod bench;
 pub mod bootstrap;
 pub mod client;
@@ -13,6 +14,7 @@ pub mod conn;
 pub mod engine;
 pub mod error;
 pub mod manifest;
+pub mod model;
 pub mod pacer;
 pub mod pathsafe;
 pub mod plan;

@@ -18,6 +18,7 @@
 //! | `trace_sample` | `braid cc trace` | per stream and interval |
 //! | `trace_stream` | `braid cc trace` | per stream, at its end |
 //! | `trace_total` | `braid cc trace` | at its end |
+//! | `plan` | `braid plan --json` | once |
 //!
 //! `vectors/records.jsonl` holds one line of each, written by this module's
 //! test; the laboratory's test parses the same file with its dataclasses
@@ -223,6 +224,37 @@ pub struct TraceTotal {
     pub retransmits: u64,
 }
 
+/// One mode's predicted rate in a [`Plan`].
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanMode {
+    /// The mode and its setting as `braid send` takes them (`combined --virtual-rtt 10`).
+    pub mode: String,
+    pub streams: u32,
+    pub predicted_bps: f64,
+}
+
+/// What `braid plan` says of a path (see `advice`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub rate_bps: f64,
+    pub rtt_s: f64,
+    /// Packets lost per packet sent, not by the streams' own congestion.
+    pub loss: f64,
+    pub mss: f64,
+    /// Measured by a probe, or given on the command line.
+    pub measured: bool,
+    /// Mathis' constant the predictions use.
+    pub c: f64,
+    /// One Reno stream's bound (Mathis); none without loss.
+    pub one_stream_bps: Option<f64>,
+    /// The fewest streams that fill the path.
+    pub knee: u32,
+    pub modes: Vec<PlanMode>,
+    pub recommend_mode: String,
+    pub recommend_streams: u32,
+    pub reason: String,
+}
+
 macro_rules! records {
     ($($t:ty => $name:literal),* $(,)?) => {
         $(impl Record for $t {
@@ -245,6 +277,7 @@ records! {
     TraceSample => "trace_sample",
     TraceStream => "trace_stream",
     TraceTotal => "trace_total",
+    Plan => "plan",
 }
 
 #[cfg(test)]
@@ -411,6 +444,16 @@ mod tests {
                 mbps: 1.155,
                 retransmits: 3,
             }),
+            line(&crate::advice::advise(
+                &crate::advice::PathFacts {
+                    rate_bps: 100e6,
+                    rtt_s: 0.068,
+                    loss: 1e-5,
+                    mss_bytes: 1448.0,
+                    measured: false,
+                },
+                crate::model::C_PERIODIC,
+            )),
         ]
     }
 
@@ -437,6 +480,6 @@ mod tests {
             assert_eq!(v["version"], VERSION);
             assert!(seen.insert(v["type"].as_str().unwrap().to_owned()), "{l}");
         }
-        assert_eq!(seen.len(), 13);
+        assert_eq!(seen.len(), 14);
     }
 }

@@ -105,3 +105,24 @@ def test_knee():
     assert metrics.knee(ns, ys, frac=0.5) == 3
     assert metrics.knee([3, 1, 2], [30, 10, None]) == 3
     assert metrics.knee([], []) is None
+
+
+def test_the_models_agree_with_the_engines_vectors():
+    """crates/braid/vectors/models.json is written by braid::model's test; the laboratory's
+    formulas must give the same numbers."""
+    import json
+    from pathlib import Path
+
+    cases = json.loads((Path(__file__).resolve().parents[3] / "crates/braid/vectors/models.json").read_text())
+    seen = set()
+    for c in cases["cases"]:
+        seen.add(c["model"])
+        if c["model"] == "mathis":
+            assert c["c"] == pytest.approx(metrics.MATHIS_C)
+            assert metrics.mathis(c["mss"], c["rtt"], c["p"]) == pytest.approx(c["bps"], rel=1e-12)
+        elif c["model"] == "padhye":
+            got = metrics.padhye(c["mss"], c["rtt"], c["p"], c["rto"], c["b"])
+            assert got == pytest.approx(c["bps"], rel=1e-12)
+        else:
+            assert metrics.knee_streams(c["one_stream_bps"], c["rate_bps"]) == c["streams"]
+    assert seen == {"mathis", "padhye", "knee"}

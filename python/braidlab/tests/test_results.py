@@ -3,6 +3,12 @@ import math
 import pytest
 
 from braidlab import claims, results
+from braidlab.measured import MeasuredCell
+
+
+def typed(c: dict) -> MeasuredCell:
+    """A cell as results reads it from its file."""
+    return MeasuredCell.from_json(c)
 
 
 def cell(method="single", scenario="tcp-5", rep=0, streams=None, cross=None, udp=None, ping=None, cap=None,
@@ -10,7 +16,8 @@ def cell(method="single", scenario="tcp-5", rep=0, streams=None, cross=None, udp
     streams = streams or [(0, "reno", 10_000_000, 100, 10_000)]
     return {
         "version": 1, "id": f"{scenario}.{method}.r{rep}", "scenario": scenario, "method": method, "rep": rep,
-        "seconds": 10, "offset": 2.0, "mtu": mtu, "rate_bps": 100e6, "rtt_s": 0.068,
+        "started": "2026-11-22T00:00:00+00:00", "seconds": 10, "offset": 2.0, "mtu": mtu, "timestamps": True,
+        "rate_bps": 100e6, "rtt_s": 0.068, "omit": 0, "sender_tcp": {},
         "setting": {"mode": "parallel", "streams": len(streams), "cc": "reno", "virtual_rtt": None,
                     "strength": None},
         "bench": {"seconds": 10.0, "bytes": sum(s[2] for s in streams) + 999, "peer_bytes": sum(s[2] for s in streams),
@@ -35,8 +42,9 @@ def test_cell_metrics_by_hand():
              cross=[{"flow": "tcp0", "bytes": 1, "mbps": 20.0, "retransmits": 0},
                     {"flow": "tcp1", "bytes": 1, "mbps": 30.0, "retransmits": 0}],
              udp={"packets": 990, "lost": 10, "bytes": 1, "mbps": 5.0, "loss_ratio": 0.01},
-             ping={"median_ms": 70.5, "p99_ms": 80.0}, cap=80_000_000)
-    m = results.cell_metrics(c)
+             ping={"sent": 100, "received": 100, "lost": 0, "median_ms": 70.5, "p99_ms": 80.0, "mean_ms": 71.0},
+             cap=80_000_000)
+    m = results.cell_metrics(typed(c))
     assert m["method_bytes"] == 40_000_000  # the receiver's count, not the sender's
     assert m["method_mbps"] == pytest.approx(32.0)
     assert m["effectiveness"] == pytest.approx(0.5)
@@ -55,13 +63,13 @@ def test_cell_metrics_by_hand():
 
 
 def test_appropriation_against_the_baseline_median():
-    rows = [results.cell_metrics(cell("single", rep=r, cross=[{"flow": "tcp0", "bytes": 1, "mbps": x,
-                                                               "retransmits": 0}]))
+    rows = [results.cell_metrics(typed(cell("single", rep=r, cross=[{"flow": "tcp0", "bytes": 1, "mbps": x,
+                                                               "retransmits": 0}])))
             for r, x in enumerate((70.0, 80.0, 75.0))]
-    rows.append(results.cell_metrics(cell("parallel-9", cross=[{"flow": "tcp0", "bytes": 1, "mbps": 30.0,
-                                                                 "retransmits": 0}])))
-    rows.append(results.cell_metrics(cell("single", scenario="udp", udp={"packets": 1, "lost": 0, "bytes": 1,
-                                                                         "mbps": 1, "loss_ratio": 0.0})))
+    rows.append(results.cell_metrics(typed(cell("parallel-9", cross=[{"flow": "tcp0", "bytes": 1, "mbps": 30.0,
+                                                                 "retransmits": 0}]))))
+    rows.append(results.cell_metrics(typed(cell("single", scenario="udp", udp={"packets": 1, "lost": 0, "bytes": 1,
+                                                                         "mbps": 1, "loss_ratio": 0.0}))))
     results.appropriations(rows, "single")
     assert rows[3]["appropriation"] == pytest.approx(1 - 30 / 75)
     assert rows[0]["appropriation"] == pytest.approx(1 - 70 / 75)
@@ -72,8 +80,8 @@ def test_flow_rows_are_tidy():
     c = cell(streams=[(0, "reno", 1000, 1, 100), (1, "reno", 3000, 0, 300)],
              cross=[{"flow": "tcp0", "bytes": 5, "mbps": 1.0, "retransmits": 2, "cc": "reno"}],
              udp={"packets": 9, "lost": 1, "bytes": 7, "mbps": 2.0, "loss_ratio": 0.1})
-    m = results.cell_metrics(c)
-    rows = results.flow_rows("x", c, m)
+    m = results.cell_metrics(typed(c))
+    rows = results.flow_rows("x", typed(c), m)
     assert [(r["role"], r["flow"]) for r in rows] == [("method", "s0"), ("method", "s1"), ("cross", "tcp0"),
                                                       ("udp", "udp")]
     assert rows[0]["flow_loss_ratio"] == pytest.approx(0.01)
@@ -125,16 +133,16 @@ def test_omitted_start_is_left_out():
     c = cell(streams=[(0, "reno", 10_000_000, 50, 7000), (1, "reno", 6_000_000, 30, 4000)])
     c["at_omit"] = {"t": 2.0, "streams": {"0": {"bytes": 2_000_000, "retransmits": 40},
                                           "1": {"bytes": 2_000_000, "retransmits": 30}}}
-    streams, seconds, moved, loss = results.measured(c)
+    streams, seconds, moved, loss = results.measured(typed(c))
     assert seconds == 8.0 and moved == 12_000_000
-    assert [s["bytes"] for s in streams] == [8_000_000, 4_000_000]
+    assert [s.bytes for s in streams] == [8_000_000, 4_000_000]
     # 10 retransmits in 8 MB / 1448 + 4 MB / 1448 segments.
     assert loss == pytest.approx(10 / (8_000_000 // 1448 + 4_000_000 // 1448))
-    m = results.cell_metrics(c)
+    m = results.cell_metrics(typed(c))
     assert m["method_mbps"] == pytest.approx(12.0) and m["seconds"] == 8.0
     assert m["method_srtt_ms"] == pytest.approx(80.0)  # samples from t = 2 on: 70, 80, 80, 80
     assert m["jain"] == pytest.approx(12 ** 2 / (2 * (8 ** 2 + 4 ** 2)))
-    rows = results.flow_rows("x", c, m)
+    rows = results.flow_rows("x", typed(c), m)
     assert [r["flow_mbps"] for r in rows] == pytest.approx([8.0, 4.0])
 
 
@@ -142,7 +150,7 @@ def test_mathis_uses_loss_episodes_when_the_kernel_counted_them():
     c = cell(streams=[(0, "reno", 30_000_000, 30, 20_000), (1, "reno", 10_000_000, 10, 10_000)])
     c["sender_tcp"] = {"TCPRenoRecovery": 0, "TCPSackRecovery": 4, "TCPTimeouts": 1, "OutSegs": 50_000,
                        "RetransSegs": 40}
-    m = results.cell_metrics(c)
+    m = results.cell_metrics(typed(c))
     assert m["loss_events"] == 5 and m["p_events"] == pytest.approx(1e-4)
     want = 2 * 1448 * 8 * math.sqrt(1.5) / (0.080 * math.sqrt(1e-4)) / 1e6
     assert m["mathis_mbps"] == pytest.approx(want)

@@ -1,0 +1,157 @@
+//! What `braid plan` says of a path: each mode's predicted rate, the knee,
+//! and the mode and number of streams to use, with the reason. Pure: the
+//! path comes from the command line or from a short probe (braid-cli).
+
+use crate::model::{knee_streams, mathis_bps};
+use crate::records::{Plan, PlanMode};
+
+/// A path as the models need it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathFacts {
+    /// The bottleneck's rate, bits per second.
+    pub rate_bps: f64,
+    pub rtt_s: f64,
+    /// Loss that is not the streams' own: packets lost per packet sent.
+    pub loss: f64,
+    pub mss_bytes: f64,
+    /// Measured by a probe (true) or given (false).
+    pub measured: bool,
+}
+
+/// A combined group's streams beyond the first grow as if their RTT were m
+/// times longer: under loss that is not congestion each moves 1/sqrt(m) of
+/// a Reno stream (Hacker 2004 section V; braid-sim pins it).
+fn combined_bps(one: f64, n: u32, m: f64) -> f64 {
+    one + (n.saturating_sub(1)) as f64 * one / m.sqrt()
+}
+
+/// Predictions with Mathis' constant `c` for each stream.
+pub fn advise(path: &PathFacts, c: f64) -> Plan {
+    let one = mathis_bps(path.mss_bytes, path.rtt_s, path.loss, c);
+    let knee = knee_streams(one, path.rate_bps);
+    let cap = |bps: f64| bps.min(path.rate_bps);
+    let n = knee.max(2);
+    let modes = vec![
+        PlanMode {
+            mode: "single".into(),
+            streams: 1,
+            predicted_bps: cap(one),
+        },
+        PlanMode {
+            mode: "parallel".into(),
+            streams: n,
+            predicted_bps: cap(n as f64 * one),
+        },
+        PlanMode {
+            mode: "combined --virtual-rtt 10".into(),
+            streams: n,
+            predicted_bps: cap(combined_bps(one, n, 10.0)),
+        },
+        PlanMode {
+            mode: "combined --virtual-rtt 100".into(),
+            streams: n,
+            predicted_bps: cap(combined_bps(one, n, 100.0)),
+        },
+        PlanMode {
+            // Strength k: the group takes what k flows take, on an idle path too.
+            mode: "tcpp --strength 1".into(),
+            streams: n,
+            predicted_bps: cap(one),
+        },
+    ];
+    let (mode, streams, reason) = if one >= 0.9 * path.rate_bps {
+        (
+            "single".to_owned(),
+            1,
+            format!(
+                "one stream is predicted to move {:.0} % of the path's rate: more streams would only \
+                 queue and lose",
+                100.0 * cap(one) / path.rate_bps
+            ),
+        )
+    } else {
+        (
+            "parallel".to_owned(),
+            knee,
+            format!(
+                "loss of {:.1e} holds one stream to {:.1} Mb/s of {:.1} Mb/s; {knee} streams reach the \
+                 path's rate (the knee), more only add congestion. Where others share the path, \
+                 `tcpp -n {knee} --strength 1` takes one flow's share, and `combined -n {knee} \
+                 --virtual-rtt 10` is predicted to move {:.0} % of what {knee} parallel streams would",
+                path.loss,
+                one / 1e6,
+                path.rate_bps / 1e6,
+                100.0 * cap(combined_bps(one, knee.max(2), 10.0)) / cap(knee as f64 * one).max(1.0)
+            ),
+        )
+    };
+    Plan {
+        rate_bps: path.rate_bps,
+        rtt_s: path.rtt_s,
+        loss: path.loss,
+        mss: path.mss_bytes,
+        measured: path.measured,
+        c,
+        one_stream_bps: one.is_finite().then_some(one),
+        knee,
+        modes,
+        recommend_mode: mode,
+        recommend_streams: streams,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{C_PERIODIC, C_RANDOM};
+
+    fn path(rate: f64, rtt: f64, loss: f64) -> PathFacts {
+        PathFacts {
+            rate_bps: rate,
+            rtt_s: rtt,
+            loss,
+            mss_bytes: 1448.0,
+            measured: false,
+        }
+    }
+
+    #[test]
+    fn the_papers_paths_get_the_papers_stream_counts() {
+        // Hacker 2004: 100 Mb/s, 68 ms, 1e-5: one stream ~66 Mb/s, two fill it.
+        let p = advise(&path(100e6, 0.068, 1e-5), C_PERIODIC);
+        assert_eq!(
+            (p.recommend_mode.as_str(), p.recommend_streams),
+            ("parallel", 2)
+        );
+        assert!((p.modes[0].predicted_bps - 65.97e6).abs() < 0.1e6);
+        assert_eq!(p.modes[1].predicted_bps, 100e6, "capped at the path's rate");
+        // Hacker 2002, MTU 1500: 200 Mb/s, 65 ms, 1e-4: the knee near 10 (9 here).
+        let p = advise(&path(200e6, 0.065, 1e-4), C_RANDOM);
+        assert_eq!(p.knee, 9);
+        assert!(p.reason.contains("tcpp -n 9 --strength 1"), "{}", p.reason);
+    }
+
+    #[test]
+    fn a_clean_path_needs_one_stream() {
+        let p = advise(&path(100e6, 0.010, 1e-7), C_RANDOM);
+        assert_eq!(
+            (p.recommend_mode.as_str(), p.recommend_streams, p.knee),
+            ("single", 1, 1)
+        );
+        // Without loss the model has no bound: still one stream, capped at the rate.
+        let p = advise(&path(100e6, 0.010, 0.0), C_RANDOM);
+        assert_eq!(p.recommend_streams, 1);
+        assert_eq!(p.modes[0].predicted_bps, 100e6);
+    }
+
+    #[test]
+    fn combined_sits_between_one_stream_and_parallel() {
+        let p = advise(&path(1e9, 0.068, 1e-4), C_RANDOM);
+        let by = |m: &str| p.modes.iter().find(|x| x.mode == m).unwrap().predicted_bps;
+        assert!(by("single") < by("combined --virtual-rtt 100"));
+        assert!(by("combined --virtual-rtt 100") < by("combined --virtual-rtt 10"));
+        assert!(by("combined --virtual-rtt 10") < by("parallel"));
+        assert_eq!(by("tcpp --strength 1"), by("single"));
+    }
+}

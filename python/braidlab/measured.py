@@ -1,0 +1,166 @@
+"""One measured cell (a method in a scenario, one repetition) as the runner
+writes it to `cells/<id>.json` and `results` reads it back: the typed record
+between the two. `MeasuredCell.from_json` refuses a key it does not know and
+names what is missing; the parts a cell may lack (cross traffic, the UDP
+source, the probes, the omitted start, the build) are None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from .records import StreamSummary
+
+__all__ = ["MeasuredCell", "Bench", "Setting", "CrossFlow", "UdpWindow", "PingWindow", "SeriesPoint"]
+
+CELL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Bench:
+    """The method's `braid bench` summary."""
+
+    seconds: float
+    bytes: int
+    peer_bytes: int | None
+    mbps: float
+    retransmits: int
+    data_segs_out: int
+    loss_ratio: float
+    cpu_seconds: float
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The method's mode, as the experiment file set it."""
+
+    mode: str
+    streams: int
+    cc: str | None
+    virtual_rtt: float | None
+    strength: float | None
+
+
+@dataclass(frozen=True)
+class CrossFlow:
+    """One competing iperf3 flow over the method's window."""
+
+    flow: str
+    bytes: int
+    mbps: float
+    retransmits: int
+    cc: str | None = None
+
+
+@dataclass(frozen=True)
+class UdpWindow:
+    """The stiff UDP source at its sink over the method's window."""
+
+    packets: int
+    lost: int
+    bytes: int
+    mbps: float
+    loss_ratio: float
+
+
+@dataclass(frozen=True)
+class PingWindow:
+    sent: int
+    received: int
+    lost: int
+    median_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One stream at one interval: seconds, stream, Mb/s, cwnd, sRTT in ms."""
+
+    t: float
+    stream: int
+    mbps: float
+    cwnd: int
+    srtt_ms: float
+
+
+@dataclass(frozen=True)
+class MeasuredCell:
+    version: int
+    id: str
+    scenario: str
+    method: str
+    rep: int
+    started: str
+    seconds: float
+    offset: float
+    setting: Setting
+    mtu: int
+    timestamps: bool
+    rate_bps: float
+    rtt_s: float
+    bench: Bench
+    streams: list[StreamSummary]
+    series: list[SeriesPoint]
+    # braid-link's counters over the cell (an open set: the emulator's own names).
+    link: dict[str, int]
+    link_seconds: float | None
+    omit: float
+    # The sender namespace's TCP counters (/proc/net/netstat and snmp) over the cell.
+    sender_tcp: dict[str, int]
+    build: dict[str, Any] | None = None
+    cross_tcp: list[CrossFlow] | None = None
+    udp: UdpWindow | None = None
+    capacity_bytes: float | None = None
+    ping: PingWindow | None = None
+    # Every stream's bytes and retransmits when the omitted start ended: {"t": s, "streams": {...}}.
+    at_omit: dict[str, Any] | None = None
+
+    @classmethod
+    def from_json(cls, d: dict) -> MeasuredCell:
+        where = d.get("id", "a cell")
+        names = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - set(names))
+        required = [n for n, f in names.items()
+                    if f.default is dataclasses.MISSING and n not in d]
+        if unknown or required:
+            raise ValueError(f"{where}: fields missing {required}, unknown {unknown}")
+        if d["version"] != CELL_VERSION:
+            raise ValueError(f"{where}: cell version {d['version']}, this braidlab reads {CELL_VERSION}")
+
+        def build(kind, v):
+            return None if v is None else _strict(kind, v, where)
+
+        return cls(**{
+            **d,
+            "setting": build(Setting, d["setting"]),
+            "bench": build(Bench, d["bench"]),
+            "streams": [_strict(StreamSummary, s, where) for s in d["streams"]],
+            "series": [SeriesPoint(*p) for p in d["series"]],
+            "cross_tcp": None if d.get("cross_tcp") is None
+            else [_strict(CrossFlow, f, where) for f in d["cross_tcp"]],
+            "udp": build(UdpWindow, d.get("udp")),
+            "ping": build(PingWindow, d.get("ping")),
+        })
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["series"] = [[p.t, p.stream, p.mbps, p.cwnd, p.srtt_ms] for p in self.series]
+        return {k: v for k, v in d.items() if v is not None or names_always(k)}
+
+
+def names_always(key: str) -> bool:
+    """Keys written even when None (the rest are left out, as the runner always did)."""
+    return key in {"link_seconds"} or key in {f.name for f in dataclasses.fields(MeasuredCell)
+                                             if f.default is dataclasses.MISSING}
+
+
+def _strict(cls, d: dict, where: str):
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(d) - set(names))
+    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.name not in d]
+    if unknown or missing:
+        raise ValueError(f"{where}: {cls.__name__}: fields missing {missing}, unknown {unknown}")
+    return cls(**d)
