@@ -121,10 +121,8 @@ class MeasuredCell:
     @classmethod
     def from_json(cls, d: dict) -> MeasuredCell:
         where = d.get("id", "a cell")
-        names = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - set(names))
-        required = [n for n, f in names.items()
-                    if f.default is dataclasses.MISSING and n not in d]
+        unknown = sorted(set(d) - {f.name for f in dataclasses.fields(cls)})
+        required = sorted(_REQUIRED - set(d))
         if unknown or required:
             raise ValueError(f"{where}: fields missing {required}, unknown {unknown}")
         if d["version"] != CELL_VERSION:
@@ -146,15 +144,13 @@ class MeasuredCell:
         })
 
     def to_json(self) -> dict:
+        """As the runner always wrote it: an optional part that is None is left out."""
         d = dataclasses.asdict(self)
         d["series"] = [[p.t, p.stream, p.mbps, p.cwnd, p.srtt_ms] for p in self.series]
-        return {k: v for k, v in d.items() if v is not None or names_always(k)}
+        return {k: v for k, v in d.items() if v is not None or k in _REQUIRED}
 
 
-def names_always(key: str) -> bool:
-    """Keys written even when None (the rest are left out, as the runner always did)."""
-    return key in {"link_seconds"} or key in {f.name for f in dataclasses.fields(MeasuredCell)
-                                             if f.default is dataclasses.MISSING}
+_REQUIRED = {f.name for f in dataclasses.fields(MeasuredCell) if f.default is dataclasses.MISSING}
 
 
 def _strict(cls, d: dict, where: str):

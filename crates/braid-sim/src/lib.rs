@@ -39,9 +39,8 @@ pub struct Flow {
     pub group: Option<usize>,
     /// TCP-P's strength k x 1000.
     pub k_milli: u32,
-    /// When the flow starts, and stops (None: runs to the end), in ns.
+    /// When the flow starts, in ns; it runs to the end.
     pub start_ns: u64,
-    pub stop_ns: Option<u64>,
 }
 
 impl Flow {
@@ -52,7 +51,6 @@ impl Flow {
             group: None,
             k_milli: 1000,
             start_ns: 0,
-            stop_ns: None,
         }
     }
 
@@ -108,8 +106,7 @@ struct Sender {
     last_ack_ns: u64,
     seen_epoch: u64,
     active: bool,
-    /// Payload packets that reached the receiver, and when each window of
-    /// the measurement began (see [`Run::measure`]).
+    /// Payload packets that reached the receiver.
     delivered: u64,
     losses: u64,
 }
@@ -187,7 +184,7 @@ impl Run {
                         .collect(),
                 );
             }
-            self.start_and_stop(now);
+            self.start(now);
             for i in 0..self.senders.len() {
                 self.check_timeout(i, now);
                 dropped += self.send(i, now);
@@ -234,24 +231,18 @@ impl Run {
         }
     }
 
-    fn start_and_stop(&mut self, now: u64) {
+    fn start(&mut self, now: u64) {
         for s in &mut self.senders {
-            let live = now >= s.spec.start_ns && s.spec.stop_ns.is_none_or(|t| now < t);
-            if live != s.active {
-                s.active = live;
-                if let Some(g) = s.spec.group {
-                    // Membership as init/release count it.
-                    let g = &mut self.groups[g];
-                    if live {
-                        g.members += 1;
-                        s.seen_epoch = g.epoch;
-                    } else {
-                        g.members -= 1;
-                    }
-                }
-                if live {
-                    s.last_ack_ns = now;
-                }
+            if s.active || now < s.spec.start_ns {
+                continue;
+            }
+            s.active = true;
+            s.last_ack_ns = now;
+            if let Some(g) = s.spec.group {
+                // Membership as the control's init counts it.
+                let g = &mut self.groups[g];
+                g.members += 1;
+                s.seen_epoch = g.epoch;
             }
         }
     }
@@ -263,11 +254,6 @@ impl Run {
             .filter_map(|s| {
                 if !s.active {
                     return (s.spec.start_ns > now).then_some(s.spec.start_ns);
-                }
-                if let Some(stop) = s.spec.stop_ns.filter(|t| *t > now) {
-                    if s.outstanding.is_empty() {
-                        return Some(stop);
-                    }
                 }
                 (!s.outstanding.is_empty()).then(|| s.last_ack_ns + rto(s))
             })

@@ -192,7 +192,8 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let entries: Vec<FileEntry> = files.iter().map(|s| s.entry.clone()).collect();
     session::send_manifest(&mut o.ctrl, &entries)?;
     let session = accepted(&mut o.ctrl)?;
-    let held = engine::read_ranges(&mut o.ctrl, files.len())?;
+    // A receiver holds at most a range per block it could have written.
+    let held = engine::read_ranges(&mut o.ctrl, files.len(), crate::receive::DEFAULT_MAX_BLOCKS)?;
     let sending = controls(cfg, session)?;
     run_sender(cfg, o, session, &files, &held, Some(&sending), "send")
 }

@@ -212,16 +212,7 @@ impl FrameReader {
 
     /// Whether a message has begun to arrive within `timeout`.
     pub fn wait_readable(&self, timeout: Duration) -> bool {
-        if !self.reader.buffer().is_empty() {
-            return true;
-        }
-        let mut p = libc::pollfd {
-            fd: std::os::fd::AsRawFd::as_raw_fd(self.reader.get_ref()),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) > 0 }
+        !self.reader.buffer().is_empty() || readable(self.reader.get_ref(), timeout)
     }
 
     /// Frames above `limit` bytes are refused before any is read; an
@@ -359,6 +350,18 @@ impl FrameReader {
     pub fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.reader.read(buf)
     }
+}
+
+/// Whether `fd` has something to read (a connection to accept, for a
+/// listener) within `timeout`.
+pub fn readable(fd: &impl std::os::fd::AsRawFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) > 0 }
 }
 
 /// Aborts a TCP connection with a reset, whoever else holds its descriptor:

@@ -564,11 +564,20 @@ fn peer_reason(events: &Receiver<Event>) -> Option<Error> {
 }
 
 /// Reads the receiver's `Ranges`, one per file of the manifest.
-pub fn read_ranges(ctrl: &mut Conn, n: usize) -> Result<Vec<RangeSet>> {
+/// Each frame is bounded by the codec; `max_ranges` bounds them all.
+pub fn read_ranges(ctrl: &mut Conn, n: usize, max_ranges: u64) -> Result<Vec<RangeSet>> {
     let mut held = vec![RangeSet::new(); n];
+    let mut seen = 0u64;
     for _ in 0..n {
         match ctrl.recv()? {
             Message::Ranges { file, ranges } if (file as usize) < n => {
+                seen += ranges.len() as u64;
+                if seen > max_ranges {
+                    return Err(Error::refused(
+                        crate::error::Code::TooLarge,
+                        format!("the receiver says it holds more than {max_ranges} ranges"),
+                    ));
+                }
                 held[file as usize] = RangeSet::from_ranges(&ranges)
             }
             m => return Err(unexpected("the receiver's ranges", &m)),

@@ -218,7 +218,7 @@ impl Server {
                     ));
                 }
             }
-            if !readable(&self.listener, 100) {
+            if !crate::conn::readable(&self.listener, Duration::from_millis(100)) {
                 continue;
             }
             let stream = match self.listener.accept() {
@@ -292,17 +292,6 @@ fn refuse_full(stream: TcpStream, max: usize) {
         &mut out,
     );
     let _ = (&stream).write_all(&out);
-}
-
-/// Waits up to `ms` for a connection to accept.
-fn readable(l: &TcpListener, ms: i32) -> bool {
-    let mut p = libc::pollfd {
-        fd: std::os::fd::AsRawFd::as_raw_fd(l),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut p, 1, ms) > 0 }
 }
 
 /// One accepted connection. Returns a session's result for a control connection.
@@ -558,7 +547,7 @@ fn run_session(
             conn.send(&Message::Accepted { session })?;
             let entries: Vec<_> = sources.iter().map(|s| s.entry.clone()).collect();
             session::send_manifest(&mut conn, &entries)?;
-            let held = engine::read_ranges(&mut conn, sources.len());
+            let held = engine::read_ranges(&mut conn, sources.len(), cfg.limits.blocks);
             let held = conn.tell(held)?;
             let (tx, ev) = engine::events();
             let shared = SendShared::new(

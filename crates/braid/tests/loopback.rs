@@ -696,3 +696,39 @@ fn protocol_mistakes_are_answered_with_their_reason() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_receiver_claiming_too_many_ranges_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("f"), noise(1 << 20, 8)).unwrap();
+    let limits = server::Limits {
+        blocks: 16,
+        ..Default::default()
+    };
+    let addr = serve_with(d.path(), "127.0.0.1:0", limits);
+    let mut c = raw_session(&addr, Kind::Get);
+    session::send_manifest(
+        &mut c,
+        &[FileEntry {
+            path: "f".into(),
+            size: 0,
+            mode: 0,
+            mtime_ns: 0,
+        }],
+    )
+    .unwrap();
+    assert!(matches!(c.recv().unwrap(), Message::Accepted { .. }));
+    session::recv_manifest(&mut c, session::ManifestLimits::default()).unwrap();
+    // Sixteen blocks' worth of ranges is the most a receiver can hold; 17 is a lie.
+    c.send(&Message::Ranges {
+        file: 0,
+        ranges: (0..17).map(|i| (i * 10, i * 10 + 5)).collect(),
+    })
+    .unwrap();
+    match c.recv() {
+        Err(Error::Remote { code: 413, message }) => {
+            assert!(message.contains("ranges"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -31,7 +31,7 @@ use crate::error::{Code, Error, Result};
 use crate::manifest::mtime_ns;
 use crate::pathsafe;
 use crate::ranges::RangeSet;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{human_bytes, Telemetry};
 use crate::treehash::{self, BlockTree};
 use claims::{Claim, Claims};
 use staging::Names;
@@ -268,10 +268,6 @@ fn shorten(s: &str, n: usize) -> &str {
     &s[..end]
 }
 
-pub fn human(bytes: u64) -> String {
-    crate::telemetry::human_bytes(bytes)
-}
-
 impl RecvShared {
     /// Prepares every entry of the manifest below `root`. Nothing is created
     /// until every check has passed; on an error later, what this call made
@@ -353,7 +349,7 @@ impl RecvShared {
                     "{} blocks of {} would pass this end's limit of {} blocks a session; \
                      use a larger --block-size",
                     blocks,
-                    human(opts.block_size as u64),
+                    human_bytes(opts.block_size as u64),
                     opts.max_blocks
                 ),
             ));
@@ -364,9 +360,9 @@ impl RecvShared {
                 Code::NoSpace,
                 format!(
                     "no space: the files need {} and {} has {} free",
-                    human(needed),
+                    human_bytes(needed),
                     root.display(),
-                    human(free)
+                    human_bytes(free)
                 ),
             ));
         }

@@ -78,7 +78,12 @@ pub fn remove_if_empty(dest_dir: &Path) {
 /// no session has touched for `ttl` (an abandoned transfer's leftovers),
 /// except those in `keep`.
 pub fn sweep(dest_dir: &Path, ttl: Duration, keep: &[&Path]) {
-    let Ok(entries) = fs::read_dir(dest_dir.join(STAGING_DIR)) else {
+    let dir = dest_dir.join(STAGING_DIR);
+    // Only braid's own directory: a link in its place must not lead the sweep elsewhere.
+    if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(&dir) else {
         return;
     };
     let now = SystemTime::now();
@@ -245,6 +250,23 @@ mod tests {
         let e = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("/tmp", e.path().join(STAGING_DIR)).unwrap();
         assert!(matches!(ensure(e.path()), Err(Error::Refused { .. })));
+    }
+
+    #[test]
+    fn a_sweep_does_not_follow_a_link_in_the_staging_place() {
+        let d = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let victim = elsewhere.path().join("old");
+        fs::write(&victim, b"keep").unwrap();
+        File::options()
+            .write(true)
+            .open(&victim)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(7200))
+            .unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), d.path().join(STAGING_DIR)).unwrap();
+        sweep(d.path(), Duration::from_secs(3600), &[]);
+        assert!(victim.exists());
     }
 
     #[test]
