@@ -18,11 +18,11 @@ PORT = 5420
 class Method:
     """A way to move data: a mode of braid's engine and its settings."""
 
-    mode: str = "parallel"  # single | parallel | combined | tcpp
+    mode: str = "parallel"  # single | parallel | combined | tcpp | auto
     streams: int = 1
     cc: str | None = None
     virtual_rtt: float | None = None  # combined: m
-    strength: float | None = None  # tcpp: k
+    strength: float | None = None  # tcpp: k; auto: the fair share it keeps to on a busy path
 
     def argv(self) -> list[str]:
         a = ["--mode", self.mode, "-n", str(self.streams)]
@@ -31,14 +31,14 @@ class Method:
         if self.virtual_rtt is not None:
             a += ["--virtual-rtt", str(self.virtual_rtt)]
         if self.strength is not None:
-            a += ["--strength", str(self.strength)]
+            a += ["--fair-share" if self.mode == "auto" else "--strength", str(self.strength)]
         return a
 
     def controls(self) -> list[str | None]:
         """The control each stream should end up with at the sending end (None: the default)."""
         if self.mode == "combined":
             return ["reno"] + ["braid_frac"] * (self.streams - 1)
-        if self.mode == "tcpp":
+        if self.mode in ("tcpp", "auto"):
             return ["braid_tcpp"] * self.streams
         n = 1 if self.mode == "single" else self.streams
         return [self.cc] * n
@@ -88,10 +88,12 @@ def bench_argv(server: str, seconds: float, token: Path, method: Method, *, reve
 
 @dataclass
 class Report:
-    """What `--json` printed: interval records, events (a stream lost, dialled again) and the summary."""
+    """What `--json` printed: interval records, events (a stream lost, dialled again), auto mode's
+    steering (its strength and the queue it answered, each time it changed) and the summary."""
 
     intervals: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    steering: list[dict] = field(default_factory=list)
     summary: dict | None = None
 
     @classmethod
@@ -102,6 +104,8 @@ class Report:
                 r.intervals.append(rec)
             elif rec["type"] == "event":
                 r.events.append(rec)
+            elif rec["type"] == "steer":
+                r.steering.append(rec)
             elif rec["type"] == "summary":
                 r.summary = rec
         return r

@@ -23,7 +23,7 @@ from pathlib import Path
 from .engine import Method
 
 VARIANTS = ("quick", "full")
-MODES = ("single", "parallel", "combined", "tcpp")
+MODES = ("single", "parallel", "combined", "tcpp", "auto")
 _RATE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit)$")
 _TIME = re.compile(r"^\d+(\.\d+)?(us|ms|s)$")
 

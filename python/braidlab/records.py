@@ -54,6 +54,14 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Steered:
+    t: float
+    strength: float
+    queue_ms: float
+    streams: int
+
+
+@dataclass(frozen=True)
 class StreamSummary:
     stream: int
     cc: str
@@ -239,11 +247,11 @@ class Plan:
     reason: str
 
 
-Record = (Interval | Event | Summary | Source | SinkInterval | SinkSummary | SinkMalformed | Flows | Rtt | Ping
+Record = (Interval | Event | Steered | Summary | Source | SinkInterval | SinkSummary | SinkMalformed | Flows | Rtt | Ping
           | TraceSample | TraceStream | TraceTotal | Plan)
 
 TYPES: dict[str, type] = {
-    "interval": Interval, "event": Event, "summary": Summary, "source": Source, "sink_interval": SinkInterval,
+    "interval": Interval, "event": Event, "steer": Steered, "summary": Summary, "source": Source, "sink_interval": SinkInterval,
     "sink_summary": SinkSummary, "sink_malformed": SinkMalformed, "flows": Flows, "rtt": Rtt, "ping": Ping,
     "trace_sample": TraceSample, "trace_stream": TraceStream, "trace_total": TraceTotal, "plan": Plan,
 }

@@ -143,6 +143,37 @@ def test_variants_quick(controls, record, tmp_path):
         assert _one(rows, "red-10mbit", m)["jain"] > 0.5
 
 
+def test_adaptive_quick(controls, record, tmp_path):
+    out = tmp_path / "ad"
+    _run(["run", "adaptive", "--quick", "--out", str(out)], timeout=400)
+    rows = _table(out)
+    _sane(rows)
+    record(appropriation={r["method"]: round(r["appropriation"], 3) for r in rows if r["scenario"] == "tcp-5"},
+           effectiveness_udp_1_10={r["method"]: round(r["effectiveness"], 3)
+                                   for r in rows if r["scenario"] == "udp-1-10"})
+    _verdicts(record, out)
+
+    def holds(rows):
+        auto, par, single = (_one(rows, "udp-1-10", m) for m in ("auto-9", "parallel-9", "single"))
+        busy_auto, busy_par = (_one(rows, "tcp-5", m) for m in ("auto-9", "parallel-9"))
+        # Fast on the idle lossy path (near parallel-9, not below one stream) and fair on the busy one
+        # (near one flow's share, far below parallel-9's); margins for one 12 s sample.
+        return (auto["effectiveness"] > 0.85 * par["effectiveness"]
+                and auto["effectiveness"] > single["effectiveness"] - 0.03
+                and busy_auto["appropriation"] < 0.1
+                and busy_auto["appropriation"] < busy_par["appropriation"] - 0.15)
+
+    if not holds(rows):
+        rows = _again("adaptive", "*", "*", tmp_path / "again")
+        record(second_sample={f"{r['scenario']} {r['method']}": round(r["method_mbps"], 1) for r in rows})
+        assert holds(rows)
+    # The sender steered: its strength moved, and every stream ran braid_tcpp.
+    from braidlab.engine import Report
+    rep = Report.parse((out / "raw" / "udp-1-10.auto-9.r0" / "snd0-bench.out").read_text())
+    assert rep.steering and max(s["strength"] for s in rep.steering) > 1.5
+    assert rep.controls == ["braid_tcpp"] * 9
+
+
 def test_a_bad_experiment_is_refused_before_anything_is_built(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "bad"\n[[scenario]]\nname = "a"\n[[method]]\nname = "x"\nmode = "turbo"\n'
@@ -153,7 +184,7 @@ def test_a_bad_experiment_is_refused_before_anything_is_built(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("experiment", ["hacker2004", "cho-bettati", "hacker2002", "variants"])
+@pytest.mark.parametrize("experiment", ["hacker2004", "cho-bettati", "hacker2002", "variants", "adaptive"])
 def test_every_experiment_passes_preflight(experiment, controls):
     from braidlab import runner
     from braidlab.experiment import load

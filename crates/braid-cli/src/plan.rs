@@ -81,6 +81,8 @@ fn probe(host: &str, args: &PlanArgs, streams: u16) -> Result<Summary> {
         output: Output::Quiet,
         interval: Duration::from_secs(1),
         limit_bps: None,
+        cancel: crate::transfer::cancel(),
+        steer: None,
     };
     client::bench(&cfg)
 }

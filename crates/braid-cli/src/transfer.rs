@@ -2,9 +2,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use braid::bootstrap::{self, Ssh};
+use braid::cancel::Cancel;
 use braid::client::{self, Config};
 use braid::server::{self, Server};
 use braid::session::{SocketOptions, Token};
@@ -25,6 +28,9 @@ pub enum ModeArg {
     Combined,
     /// N braid_tcpp streams in one group that takes what --strength TCP flows take.
     Tcpp,
+    /// N braid_tcpp streams whose strength braid steers while it sends: up to N flows'
+    /// worth while the path shows no queue, --fair-share flows' worth while others share it.
+    Auto,
 }
 
 #[derive(Args, Clone)]
@@ -44,6 +50,9 @@ pub struct SessionArgs {
     /// TCP-P mode: the group's strength k (it takes what k TCP flows take).
     #[arg(long, default_value = "1")]
     strength: Strength,
+    /// Auto mode: how many TCP flows' share to keep to while others share the path.
+    #[arg(long, default_value = "1")]
+    fair_share: Strength,
     /// Bytes per block (file transfers), e.g. 1M.
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     block_size: u64,
@@ -174,22 +183,54 @@ pub struct ServeArgs {
     partial_ttl: u64,
 }
 
+/// The process's stop signal: every session this command runs holds it.
+pub(crate) fn cancel() -> Cancel {
+    static CANCEL: OnceLock<Cancel> = OnceLock::new();
+    CANCEL.get_or_init(Cancel::new).clone()
+}
+
+/// The write end of the pipe a signal handler tells, or -1.
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn on_signal(_: libc::c_int) {
-    if braid::engine::interrupted() {
+    if SIGNALLED.swap(true, Ordering::SeqCst) {
         // A second Ctrl-C: the user does not want to wait for the journal.
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(braid::error::exit::INTERRUPTED as libc::c_int) };
     }
-    braid::engine::interrupt();
+    let fd = SIGNAL_PIPE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: write(2) of one byte from a static is async-signal-safe.
+        unsafe { libc::write(fd, b"!".as_ptr().cast(), 1) };
+    }
 }
 
 /// SIGINT and SIGTERM stop the session cleanly: the receiving end journals what it holds
-/// (so --resume moves only the rest), the sending end tells its peer.
+/// (so --resume moves only the rest), the sending end tells its peer. The handler only
+/// writes to a pipe; a thread reading it fires the cancel, which wakes every session.
 fn stop_on_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only touches an atomic, or calls _exit.
-        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
-    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 fills the two descriptors we pass.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return;
+        }
+        let (read_fd, write_fd) = (fds[0], fds[1]);
+        SIGNAL_PIPE.store(write_fd, Ordering::SeqCst);
+        let c = cancel();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 1];
+            // SAFETY: a read into a local buffer from the pipe this thread owns.
+            while unsafe { libc::read(read_fd, b.as_mut_ptr().cast(), 1) } < 0 {}
+            c.cancel();
+        });
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: the handler only touches atomics, write(2) and _exit.
+            unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+        }
+    });
 }
 
 /// Sizes in bytes: k, M, G are powers of 1024 ("1M" = 1048576).
@@ -239,6 +280,7 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
         ModeArg::Parallel => Mode::Parallel,
         ModeArg::Combined => Mode::Combined,
         ModeArg::Tcpp => Mode::Tcpp,
+        ModeArg::Auto => Mode::Auto,
     };
     if !(s.virtual_rtt.is_finite() && (1.0..=1000.0).contains(&s.virtual_rtt)) {
         return Err(Error::Usage(format!(
@@ -259,7 +301,11 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
         streams,
         cc: s.cc.clone(),
         frac_cwnd: (1000.0 / s.virtual_rtt).round() as u16,
-        strength_milli: s.strength.milli(),
+        strength_milli: if matches!(s.mode, ModeArg::Auto) {
+            s.fair_share.milli()
+        } else {
+            s.strength.milli()
+        },
         duration_ms: 0,
         block_size,
         flags: 0,
@@ -298,6 +344,8 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Con
             output: if s.json { Output::Json } else { Output::Human },
             interval: Duration::from_secs_f64(s.interval),
             limit_bps: s.limit,
+            cancel: cancel(),
+            steer: None,
         },
         had_token,
     ))
@@ -550,6 +598,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         once: a.once,
         wait: a.wait.map(Duration::from_secs),
         limit_bps: a.limit,
+        cancel: cancel(),
         limits,
     })?;
     eprintln!("braid serve: listening on {}", srv.local_addr());

@@ -155,6 +155,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 1 => Mode::Parallel,
                 2 => Mode::Combined,
                 3 => Mode::Tcpp,
+                4 => Mode::Auto,
                 v => {
                     return Err(DecodeError::Value {
                         what: "open: mode",
@@ -518,7 +519,7 @@ mod tests {
         let nonce = any::<[u8; 16]>();
         let mac = any::<[u8; 32]>();
         let params = (
-            (0u8..3, 0u8..4, any::<u16>(), "[a-z_]{0,16}"),
+            (0u8..3, 0u8..5, any::<u16>(), "[a-z_]{0,16}"),
             (
                 any::<u16>(),
                 any::<u32>(),
@@ -534,7 +535,13 @@ mod tests {
                     (frac_cwnd, strength_milli, duration_ms, block_size, flags, limit_bps),
                 )| SessionParams {
                     kind: [Kind::Bench, Kind::Send, Kind::Get][k as usize],
-                    mode: [Mode::Single, Mode::Parallel, Mode::Combined, Mode::Tcpp][m as usize],
+                    mode: [
+                        Mode::Single,
+                        Mode::Parallel,
+                        Mode::Combined,
+                        Mode::Tcpp,
+                        Mode::Auto,
+                    ][m as usize],
                     streams,
                     cc,
                     frac_cwnd,

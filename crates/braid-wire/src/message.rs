@@ -24,6 +24,10 @@ pub enum Mode {
     Combined = 2,
     /// N braid_tcpp streams of one group with strength `strength_milli`/1000 (Cho & Bettati).
     Tcpp = 3,
+    /// N braid_tcpp streams whose strength the sending end steers while it runs:
+    /// up while the path shows no queue, down to `strength_milli`/1000 (the
+    /// fair share) while it does.
+    Auto = 4,
 }
 
 /// What the client asks for.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use braid_wire::Message;
 
+use crate::cancel::Cancel;
 use crate::conn::Conn;
 use crate::engine::Life;
 use crate::error::{Error, Result};
@@ -35,6 +36,7 @@ pub fn send(
     deadline: Instant,
     tel: &Arc<Telemetry>,
     pacer: Option<&Pacer>,
+    cancel: &Cancel,
 ) -> u64 {
     tel.set_socket(stream, conn.stream());
     let _ = conn.stream().set_write_timeout(Some(POLL));
@@ -47,7 +49,7 @@ pub fn send(
         }
         let mut at = 0;
         while at < CHUNK {
-            if crate::engine::interrupted() {
+            if cancel.is_cancelled() {
                 break 'run;
             }
             match w.send_some(&buf[at..]) {
@@ -68,14 +70,14 @@ pub fn send(
 
 /// Counts until the sender closes (or a Ctrl-C, which resets the connection
 /// so the sender stops too); returns the bytes read.
-pub fn receive(stream: usize, conn: Conn, tel: &Arc<Telemetry>) -> u64 {
+pub fn receive(stream: usize, conn: Conn, tel: &Arc<Telemetry>, cancel: &Cancel) -> u64 {
     tel.set_socket(stream, conn.stream());
     let _ = conn.stream().set_read_timeout(Some(POLL));
     let Conn { mut r, w: _w } = conn;
     let mut buf = vec![0u8; 256 * 1024];
     let mut n = 0;
     loop {
-        if crate::engine::interrupted() {
+        if cancel.is_cancelled() {
             crate::conn::reset(r.stream());
             break;
         }
@@ -103,7 +105,7 @@ pub fn close_sending(
 ) -> Result<u64> {
     life.finished.wait(n, &life.abort, wait);
     ctrl.send(&Message::Close { bytes: tel.total() })?;
-    match answer(ctrl)? {
+    match answer(ctrl, life)? {
         Message::Close { bytes } => Ok(bytes),
         m => Err(unexpected("the receiver's count", &m)),
     }
@@ -111,12 +113,12 @@ pub fn close_sending(
 
 /// The peer's closing message; after a Ctrl-C, a peer that does not answer
 /// within a few seconds is not waited for.
-fn answer(ctrl: &mut Conn) -> Result<Message> {
-    if crate::engine::interrupted() {
+fn answer(ctrl: &mut Conn, life: &Life) -> Result<Message> {
+    if life.interrupted() {
         let _ = ctrl.stream().set_read_timeout(Some(Duration::from_secs(3)));
     }
     ctrl.recv().map_err(|e| {
-        if crate::engine::interrupted() {
+        if life.interrupted() {
             Error::Interrupted
         } else {
             e
@@ -135,7 +137,7 @@ pub fn close_receiving(
     tel: &Telemetry,
 ) -> Result<u64> {
     life.finished.wait(n, &life.abort, wait);
-    let sent = match answer(ctrl)? {
+    let sent = match answer(ctrl, life)? {
         Message::Close { bytes } => bytes,
         m => return Err(unexpected("the end of the bench", &m)),
     };

@@ -3,20 +3,24 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_cc::Controls;
-use braid_wire::{FileEntry, Kind, Message, FLAG_RESUME, FLAG_REVERSE};
+use braid_cc::Strength;
+use braid_wire::{FileEntry, Kind, Message, Mode, FLAG_RESUME, FLAG_REVERSE};
 
+use crate::auto::Auto;
 use crate::bench;
+use crate::cancel::Cancel;
 use crate::conn::Conn;
-use crate::engine::{self, Life, Notes, StreamEnd};
+use crate::engine::{self, Hooks, Life, Notes, SteerHook, StreamEnd};
 use crate::error::{Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
 use crate::plan::{self, mode_name, StreamControl};
+use crate::proto::steer::Steer;
 use crate::ranges::RangeSet;
 use crate::receive::{claims::Claims, RecvOptions, RecvShared};
 use crate::send::SendShared;
@@ -38,6 +42,46 @@ pub struct Config {
     pub interval: Duration,
     /// Bits per second for the whole session, at whichever end sends.
     pub limit_bps: Option<u64>,
+    /// Stops the session; the CLI fires it on Ctrl-C.
+    pub cancel: Cancel,
+    /// Changes the streams and their controls while a send runs.
+    pub steer: Option<SharedSteer>,
+}
+
+/// A steer a session borrows while it runs.
+pub type SharedSteer = Arc<Mutex<dyn Steer>>;
+
+/// The sending end's controls: one per stream (a stream that joins takes the
+/// last one's unless told otherwise), and braid-cc's maps if settings need them.
+struct Sending {
+    controls: Mutex<Vec<StreamControl>>,
+    maps: Option<Controls>,
+}
+
+impl Sending {
+    fn control(&self, i: usize) -> StreamControl {
+        let c = self.controls.lock().unwrap();
+        c.get(i).or(c.last()).cloned().unwrap_or_default()
+    }
+
+    /// Gives stream `i` a control: on its live socket, and on its later connections.
+    fn apply(&self, tel: &Telemetry, i: usize, control: &StreamControl) -> Result<()> {
+        self.set(i, control);
+        tel.with_socket(i, |sock| {
+            session::apply_control(sock, control, self.maps.as_ref())
+        })
+        .unwrap_or(Ok(()))
+    }
+
+    /// Stream `i`'s control from now on.
+    fn set(&self, i: usize, control: &StreamControl) {
+        let mut c = self.controls.lock().unwrap();
+        while c.len() <= i {
+            let last = c.last().cloned().unwrap_or_default();
+            c.push(last);
+        }
+        c[i] = control.clone();
+    }
 }
 
 impl Config {
@@ -89,11 +133,17 @@ fn accepted(ctrl: &mut Conn) -> Result<u64> {
     }
 }
 
-/// The sending end's controls: per stream, and braid-cc's maps if settings need them.
-fn controls(cfg: &Config, session: u64) -> Result<(Vec<StreamControl>, Option<Controls>)> {
+fn controls(cfg: &Config, session: u64) -> Result<Sending> {
     let c = plan::stream_controls(&cfg.params, session);
-    let maps = session::open_controls(&c, &cfg.pin_dir)?;
-    Ok((c, maps))
+    // A steer may give any stream braid-cc settings later: open the maps if they are there.
+    let maps = match session::open_controls(&c, &cfg.pin_dir)? {
+        None if cfg.steer.is_some() => Controls::open(&cfg.pin_dir).ok(),
+        maps => maps,
+    };
+    Ok(Sending {
+        controls: Mutex::new(c),
+        maps,
+    })
 }
 
 fn dialer<'a>(
@@ -101,15 +151,41 @@ fn dialer<'a>(
     addr: SocketAddr,
     key: [u8; 32],
     session: u64,
-    sending: Option<&'a (Vec<StreamControl>, Option<Controls>)>,
+    sending: Option<&'a Sending>,
 ) -> impl Fn(usize) -> Result<Conn> + Sync + 'a {
     // Every attach of the session carries a counter the server has not seen.
     let counter = AtomicU64::new(0);
     move |i| {
-        let control = sending.map(|(c, maps)| (&c[i], maps.as_ref()));
+        let control = sending.map(|s| s.control(i));
+        let control = control
+            .as_ref()
+            .zip(sending)
+            .map(|(c, s)| (c, s.maps.as_ref()));
         let s = session::connect(addr, &cfg.sock, control)?;
         let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
         session::attach(s, session, i as u16, n, &key)
+    }
+}
+
+/// `--mode auto`'s steer, unless the caller brought its own.
+fn own_steer(cfg: &Config, session: u64) -> Option<Auto> {
+    (cfg.steer.is_none() && cfg.params.mode == Mode::Auto).then(|| {
+        Auto::new(
+            session,
+            cfg.params.streams as usize,
+            Strength::from_milli(cfg.params.strength_milli).unwrap_or(Strength::ONE),
+        )
+    })
+}
+
+/// The session's steer: the caller's, or its own.
+fn steer_of<'a>(
+    guard: &'a mut Option<std::sync::MutexGuard<'_, dyn Steer + 'static>>,
+    auto: &'a mut Option<Auto>,
+) -> Option<&'a mut dyn Steer> {
+    match guard {
+        Some(g) => Some(&mut **g),
+        None => auto.as_mut().map(|a| a as &mut dyn Steer),
     }
 }
 
@@ -128,24 +204,38 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     };
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
-    let life = Life::default();
+    let life = Life::new(&cfg.cancel);
     let streams = life.streams(n, notes(cfg.output));
     let duration = Duration::from_millis(cfg.params.duration_ms as u64);
     let deadline = Instant::now() + duration;
     let pacer = cfg.limit_bps.map(Pacer::new);
     let dial = dialer(cfg, o.addr, o.key, session, sending.as_ref());
     let send_work = |i: usize, conn: Conn| {
-        bench::send(i, conn, deadline, &tel, pacer.as_ref());
+        bench::send(i, conn, deadline, &tel, pacer.as_ref(), &cfg.cancel);
         StreamEnd::Finished
     };
     let recv_work = |i: usize, conn: Conn| {
-        bench::receive(i, conn, &tel);
+        bench::receive(i, conn, &tel, &cfg.cancel);
         StreamEnd::Finished
     };
+    let mut auto = own_steer(cfg, session);
+    let mut guard = cfg.steer.as_ref().map(|s| s.lock().unwrap());
+    let steer = steer_of(&mut guard, &mut auto).filter(|_| !reverse);
+    let apply = |i: usize, c: &StreamControl| match &sending {
+        Some(sending) => sending.apply(&tel, i, c),
+        None => Ok(()),
+    };
+    let (stop_steer, steer_stop) = std::sync::mpsc::channel::<()>();
     let peer = thread::scope(|s| -> Result<u64> {
         let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) =
             if reverse { &recv_work } else { &send_work };
         streams.dial(s, &dial, work);
+        if let Some(steer) = steer {
+            let (tel, apply) = (&tel, &apply);
+            let notes = notes(cfg.output);
+            s.spawn(move || engine::steer_bench(&steer_stop, steer, tel, apply, notes));
+        }
+        let _stop_steer = stop_steer;
         let r = if reverse {
             bench::close_receiving(
                 &mut o.ctrl,
@@ -204,7 +294,7 @@ fn run_sender(
     session: u64,
     files: &[manifest::Source],
     held: &[RangeSet],
-    sending: Option<&(Vec<StreamControl>, Option<Controls>)>,
+    sending: Option<&Sending>,
     kind: &'static str,
 ) -> Result<Summary> {
     let n = cfg.params.streams as usize;
@@ -220,14 +310,45 @@ fn run_sender(
         cfg.limit_bps,
     )?;
     let sampler = tel.spawn_sampler(cfg.interval);
-    let life = Life::default();
+    let life = Life::new(&cfg.cancel);
     let streams = life.streams(n, notes(cfg.output));
     let Opened { ctrl, key, addr } = o;
     let dial = dialer(cfg, addr, key, session, sending);
     let work = engine::send_work(&shared);
+    // A steer's new control reaches the stream's live socket, and its later ones.
+    let apply = |i: usize, c: &StreamControl| -> Result<()> {
+        let Some(sending) = sending else {
+            return Ok(());
+        };
+        sending.set(i, c);
+        shared
+            .tel
+            .with_socket(i, |sock| {
+                session::apply_control(sock, c, sending.maps.as_ref())
+            })
+            .unwrap_or(Ok(()))
+    };
+    let mut steer = cfg.steer.as_ref().map(|s| s.lock().unwrap());
     let r = thread::scope(|s| {
         streams.dial(s, &dial, &work);
-        let r = engine::drive_sender(ctrl, files, tx, rx, &shared, &life, notes(cfg.output));
+        let open = |i: usize| streams.dial_one(s, i, &dial, &work);
+        let hooks = Hooks {
+            open: Some(&open),
+            steer: steer.as_mut().map(|g| SteerHook {
+                steer: &mut **g,
+                apply: &apply,
+            }),
+        };
+        let r = engine::drive_sender(
+            ctrl,
+            files,
+            tx,
+            rx,
+            &shared,
+            &life,
+            notes(cfg.output),
+            hooks,
+        );
         if r.is_err() {
             shared.abort();
         }
@@ -278,7 +399,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         .tell(RecvShared::new(local, &files, &opts, tel.clone()))?;
     engine::send_held(&mut o.ctrl, &shared)?;
     let sampler = tel.spawn_sampler(cfg.interval);
-    let life = Life::default();
+    let life = Life::new(&cfg.cancel);
     let streams = life.streams(n, notes(cfg.output));
     let dial = dialer(cfg, o.addr, o.key, session, None);
     let Conn { r, w } = o.ctrl;

@@ -11,21 +11,27 @@ use std::time::{Duration, Instant};
 
 use braid_wire::Message;
 
+use crate::cancel::{Cancel, WakeGuard};
 use crate::conn::{Conn, FrameWriter};
 use crate::error::{Error, Result};
 use crate::manifest::Source;
+use crate::plan::{StreamControl, MAX_STREAMS};
+use crate::proto::receiver::{ReceiverCore, Step};
+use crate::proto::sender::Action;
+use crate::proto::steer::{Steer, Steering, StreamView};
 use crate::ranges::RangeSet;
 use crate::receive::{self, Ended, RecvShared};
 use crate::send::{self, Event, SendShared};
 use crate::session::unexpected;
+use crate::telemetry::Telemetry;
 
 /// A lost stream is redialled this many times in a row before the session gives up.
 const REDIALS: u32 = 5;
 
-/// The first error of a session, and the flag that stops everything else.
+/// The first error of a session, and the signal that stops everything else.
 #[derive(Default)]
 pub struct Abort {
-    flag: AtomicBool,
+    stop: Cancel,
     first: Mutex<Option<Error>>,
 }
 
@@ -35,20 +41,26 @@ impl Abort {
         if first.is_none() {
             *first = Some(e);
         }
-        self.flag.store(true, Ordering::SeqCst);
+        drop(first);
+        self.stop.cancel();
     }
 
     /// Stops the session without an error of its own (the caller has one).
     pub fn stop(&self) {
-        self.flag.store(true, Ordering::SeqCst);
+        self.stop.cancel();
     }
 
     pub fn is_set(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
+        self.stop.is_cancelled()
     }
 
     pub fn take(&self) -> Option<Error> {
         self.first.lock().unwrap().take()
+    }
+
+    /// Runs `wake` when the session stops, for as long as the guard lives.
+    pub fn on_stop(&self, wake: impl Fn() + Send + Sync + 'static) -> WakeGuard {
+        self.stop.on_cancel(wake)
     }
 }
 
@@ -91,15 +103,35 @@ impl Finished {
 }
 
 /// A session's shared flags and counters, owned for the session's length.
-#[derive(Default)]
 pub struct Life {
     pub abort: Abort,
     pub done: AtomicBool,
     pub finished: Finished,
     pub reconnects: AtomicUsize,
+    /// The caller's signal: firing it stops this session (and says so to the peer).
+    pub user: Cancel,
+    _linked: WakeGuard,
 }
 
 impl Life {
+    pub fn new(user: &Cancel) -> Life {
+        let abort = Abort::default();
+        let stop = abort.stop.clone();
+        Life {
+            _linked: user.on_cancel(move || stop.cancel()),
+            abort,
+            done: AtomicBool::new(false),
+            finished: Finished::default(),
+            reconnects: AtomicUsize::new(0),
+            user: user.clone(),
+        }
+    }
+
+    /// The caller stopped the session.
+    pub fn interrupted(&self) -> bool {
+        self.user.is_cancelled()
+    }
+
     /// The end of a session's control exchange: streams ending from now on
     /// are no loss, and a failed exchange stops and closes every stream.
     pub fn end<T>(&self, r: Result<T>, tel: &crate::telemetry::Telemetry) -> Result<T> {
@@ -167,46 +199,58 @@ impl Streams<'_> {
         work: &'e (dyn Fn(usize, Conn) -> StreamEnd + Sync),
     ) {
         for i in 0..self.n {
-            scope.spawn(move || {
-                let mut failures = 0;
-                while !self.abort.is_set() && !self.done.load(Ordering::SeqCst) {
-                    let end = match dial(i) {
-                        Ok(conn) => work(i, conn),
-                        Err(e) => StreamEnd::Lost(e.to_string()),
-                    };
-                    match end {
-                        StreamEnd::Finished => break,
-                        StreamEnd::Fatal(e) => {
-                            self.abort.fail(e);
+            self.dial_one(scope, i, dial, work);
+        }
+    }
+
+    /// Client side: dials stream `i` (one that joins a running session, too)
+    /// until its work is finished, redialling a lost connection.
+    pub fn dial_one<'s, 'e: 's>(
+        &'e self,
+        scope: &'s Scope<'s, 'e>,
+        i: usize,
+        dial: &'e (dyn Fn(usize) -> Result<Conn> + Sync),
+        work: &'e (dyn Fn(usize, Conn) -> StreamEnd + Sync),
+    ) {
+        scope.spawn(move || {
+            let mut failures = 0;
+            while !self.abort.is_set() && !self.done.load(Ordering::SeqCst) {
+                let end = match dial(i) {
+                    Ok(conn) => work(i, conn),
+                    Err(e) => StreamEnd::Lost(e.to_string()),
+                };
+                match end {
+                    StreamEnd::Finished => break,
+                    StreamEnd::Fatal(e) => {
+                        self.abort.fail(e);
+                        break;
+                    }
+                    StreamEnd::Lost(_)
+                        if self.done.load(Ordering::SeqCst) || self.abort.is_set() =>
+                    {
+                        break
+                    }
+                    StreamEnd::Lost(why) => {
+                        failures += 1;
+                        if failures > REDIALS {
+                            self.abort.fail(Error::Protocol(format!(
+                                "stream {i} failed {REDIALS} times in a row: {why}"
+                            )));
                             break;
                         }
-                        StreamEnd::Lost(_)
-                            if self.done.load(Ordering::SeqCst) || self.abort.is_set() =>
-                        {
-                            break
-                        }
-                        StreamEnd::Lost(why) => {
-                            failures += 1;
-                            if failures > REDIALS {
-                                self.abort.fail(Error::Protocol(format!(
-                                    "stream {i} failed {REDIALS} times in a row: {why}"
-                                )));
-                                break;
-                            }
-                            self.notes.say(
-                                "stream_redialled",
-                                i,
-                                &why,
-                                &format!("stream {i} lost ({why}); reconnecting"),
-                            );
-                            self.reconnects.fetch_add(1, Ordering::Relaxed);
-                            thread::sleep(Duration::from_millis(100 * failures as u64));
-                        }
+                        self.notes.say(
+                            "stream_redialled",
+                            i,
+                            &why,
+                            &format!("stream {i} lost ({why}); reconnecting"),
+                        );
+                        self.reconnects.fetch_add(1, Ordering::Relaxed);
+                        thread::sleep(Duration::from_millis(100 * failures as u64));
                     }
                 }
-                self.finished.one();
-            });
-        }
+            }
+            self.finished.one();
+        });
     }
 
     /// Server side: runs every data connection that attaches to the session.
@@ -225,13 +269,16 @@ impl Streams<'_> {
                     Err(RecvTimeoutError::Disconnected) => break,
                 };
                 let i = i as usize;
-                if i >= self.n {
+                // Streams may join a running session, up to the engine's limit.
+                if i >= MAX_STREAMS as usize {
                     let mut conn = conn;
                     conn.send_error(&Error::Protocol(format!(
-                        "stream {i} of a session of {}",
-                        self.n
+                        "stream {i}: a session has at most {MAX_STREAMS}"
                     )));
                     continue;
+                }
+                if seen.len() <= i {
+                    seen.resize(i + 1, false);
                 }
                 if seen[i] {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
@@ -262,7 +309,8 @@ impl Streams<'_> {
 pub fn send_work(shared: &Arc<SendShared>) -> impl Fn(usize, Conn) -> StreamEnd + Sync + '_ {
     move |i, conn| {
         let gen = shared.take_over(i);
-        if send::worker(i, gen, conn, Arc::clone(shared)) {
+        // A stream that detached, or died while leaving, is not dialled again.
+        if send::worker(i, gen, conn, Arc::clone(shared)) || !shared.redial(i) {
             StreamEnd::Finished
         } else {
             StreamEnd::Lost("the connection ended".into())
@@ -293,21 +341,25 @@ pub fn shut_all(tel: &crate::telemetry::Telemetry) {
     });
 }
 
-/// The sending end's control loop: a file is announced as verified-ready
-/// (`Verify`) once all its blocks are acknowledged and its hash is known;
-/// the session ends with `Close` once the receiver has confirmed every file.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Asks every session of this process to stop: a sender tells its peer, a receiver
-/// journals what it holds; both end with `Error::Interrupted`. Safe in a signal handler.
-pub fn interrupt() {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+/// What the sending end's driver may do beyond the core's own work: dial a
+/// stream that joins (the client's side), and ask a steer on each tick.
+#[derive(Default)]
+pub struct Hooks<'a> {
+    pub open: Option<&'a (dyn Fn(usize) + Sync)>,
+    pub steer: Option<SteerHook<'a>>,
 }
 
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+pub struct SteerHook<'a> {
+    pub steer: &'a mut dyn Steer,
+    /// Gives stream `i` a control: on its live socket, and on later connections.
+    pub apply: &'a (dyn Fn(usize, &StreamControl) -> Result<()> + Sync),
 }
 
+/// The sending end's driver: it performs what the core asks (control
+/// messages, hashes to complete, streams to dial), feeds it what the
+/// control connection, the finisher and the stream workers report, and
+/// waits for nothing but those events (and the steer's tick, if any).
+#[allow(clippy::too_many_arguments)]
 pub fn drive_sender(
     ctrl: Conn,
     sources: &[Source],
@@ -316,8 +368,8 @@ pub fn drive_sender(
     shared: &Arc<SendShared>,
     life: &Life,
     notes: Notes,
+    mut hooks: Hooks,
 ) -> Result<u64> {
-    let (abort, done) = (&life.abort, &life.done);
     let Conn { mut r, mut w } = ctrl;
     let reader_tx = events_tx.clone();
     thread::spawn(move || loop {
@@ -327,216 +379,258 @@ pub fn drive_sender(
             return;
         }
     });
+    let _stopped = {
+        let tx = events_tx.clone();
+        life.abort.on_stop(move || {
+            let _ = tx.send(Event::Stopped);
+        })
+    };
     let finisher = send::spawn_finisher(sources.to_vec(), Arc::clone(shared), events_tx);
-    let n = sources.len();
-    // A directory has no data and no hash: the receiver makes it before any block.
-    let dirs: Vec<bool> = sources.iter().map(|s| s.entry.is_dir()).collect();
-    let mut acked = vec![false; n];
-    let mut hashes: Vec<Option<[u8; 32]>> = vec![None; n];
-    let mut announced = dirs.clone();
-    let mut verified = dirs.iter().filter(|d| **d).count();
+    let start = Instant::now();
+    let mut tick = hooks.steer.as_ref().map(|h| start + h.steer.interval());
+    let mut close_by = None::<Instant>;
     let fail = |w: &mut FrameWriter, e: Error| -> Result<u64> {
         w.send_error(&e);
-        abort.stop();
+        shared.abort();
         Err(e)
     };
-    while verified < n {
-        if interrupted() {
-            return fail(&mut w, Error::Interrupted);
-        }
-        let ev = match events.recv_timeout(Duration::from_millis(200)) {
-            Ok(ev) => ev,
-            Err(RecvTimeoutError::Timeout) => {
-                if let Some(e) = abort.take() {
-                    // Streams failing is often the peer stopping: its own word
-                    // on the control connection says more than the streams can.
-                    return match peer_reason(&events) {
-                        Some(remote) => Err(remote),
-                        None => fail(&mut w, e),
-                    };
+    loop {
+        for a in shared.actions() {
+            match a {
+                Action::Send(m) => {
+                    if let Err(e) = w.send(&m) {
+                        shared.abort();
+                        return Err(e);
+                    }
                 }
-                continue;
+                Action::Hash(f) => {
+                    let _ = finisher.send(f);
+                }
+                Action::Lost { stream, why } => notes.say(
+                    "stream_lost",
+                    stream,
+                    &why,
+                    &format!("stream {stream} lost ({why}); its blocks go to the others"),
+                ),
+                Action::Open(i) => {
+                    if let Some(open) = hooks.open {
+                        open(i);
+                    }
+                }
+                Action::Close => {
+                    life.done.store(true, Ordering::SeqCst);
+                    w.send(&Message::Close {
+                        bytes: shared.tel.total(),
+                    })?;
+                    close_by = Some(Instant::now() + CLOSE_WAIT);
+                }
+                Action::Finished(bytes) => return Ok(bytes),
+                Action::Fail(e) => return fail(&mut w, e),
             }
+        }
+        let until = [tick, close_by].into_iter().flatten().min();
+        let ev = match until {
+            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(t) => events.recv_timeout(t.saturating_duration_since(Instant::now())),
+        };
+        let now = Instant::now();
+        match ev {
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(Error::Protocol("the session's event channel closed".into()))
             }
-        };
-        let f = match ev {
-            Event::Acked(f) if dirs[f as usize] => continue,
-            Event::Acked(f) => {
-                acked[f as usize] = true;
-                let _ = finisher.send(f);
-                f
-            }
-            Event::Hashed(f, h) => {
-                hashes[f as usize] = Some(h);
-                f
-            }
-            Event::SourceFailed(_, why) => {
-                return fail(
-                    &mut w,
-                    Error::io(why, std::io::Error::other("source changed")),
-                )
-            }
-            Event::StreamLost(i, why) => {
-                notes.say(
-                    "stream_lost",
-                    i,
-                    &why,
-                    &format!("stream {i} lost ({why}); its blocks go to the others"),
-                );
-                continue;
-            }
-            Event::Control(Ok(Message::Verify { file, hash })) => {
-                let ours = hashes.get(file as usize).copied().flatten();
-                if !announced.get(file as usize).copied().unwrap_or(false) || ours.is_none() {
-                    return fail(
-                        &mut w,
-                        Error::Protocol(format!(
-                            "the receiver verified file {file} before it was announced"
-                        )),
-                    );
+            Err(RecvTimeoutError::Timeout) => {
+                if close_by.is_some_and(|t| now >= t) {
+                    shared.abort();
+                    return Err(Error::Protocol(
+                        "the receiver did not confirm the end".into(),
+                    ));
                 }
-                if ours != Some(hash) {
-                    return fail(
-                        &mut w,
-                        Error::Verify(format!(
-                            "{}: the receiver's BLAKE3 differs",
-                            sources[file as usize].entry.path
-                        )),
-                    );
+                if let (Some(t), Some(h)) = (tick.as_mut(), hooks.steer.as_mut()) {
+                    if now >= *t {
+                        *t = now + h.steer.interval();
+                        steer(h, shared, now - start, notes)?;
+                    }
                 }
-                verified += 1;
-                continue;
             }
-            Event::Control(Ok(m)) => return fail(&mut w, unexpected("a verification", &m)),
-            Event::Control(Err(e)) => {
-                abort.stop();
+            Ok(Event::Wake) => {}
+            Ok(Event::Hashed(f, h)) => shared.with_core(|c| c.on_hashed(f, h)),
+            Ok(Event::SourceFailed(_, why)) => shared
+                .with_core(|c| c.fail(Error::io(why, std::io::Error::other("source changed")))),
+            Ok(Event::Control(Ok(m))) => shared.with_core(|c| c.on_control(m)),
+            Ok(Event::Control(Err(e))) => {
+                shared.abort();
                 return Err(e);
             }
-        };
-        let i = f as usize;
-        if acked[i] && !announced[i] {
-            if let Some(hash) = hashes[i] {
-                announced[i] = true;
-                w.send(&Message::Verify { file: f, hash })?;
-            }
-        }
-    }
-    done.store(true, Ordering::SeqCst);
-    let sent = shared.tel.total();
-    w.send(&Message::Close { bytes: sent })?;
-    loop {
-        match events.recv_timeout(Duration::from_secs(30)) {
-            Ok(Event::Control(Ok(Message::Close { bytes }))) => return Ok(bytes),
-            Ok(Event::Control(Err(e))) => return Err(e),
-            Ok(_) => {}
-            Err(_) => {
-                return Err(Error::Protocol(
-                    "the receiver did not confirm the end".into(),
-                ))
+            Ok(Event::Stopped) => {
+                if life.interrupted() {
+                    shared.with_core(|c| c.fail(Error::Interrupted));
+                } else if let Some(e) = life.abort.take() {
+                    // Streams failing is often the peer stopping: its own word
+                    // on the control connection says more than the streams can.
+                    if let Some(remote) = peer_reason(&events) {
+                        shared.abort();
+                        return Err(remote);
+                    }
+                    shared.with_core(|c| c.fail(e));
+                }
             }
         }
     }
 }
 
-/// Verified files wait this long at most for others to share their
-/// filesystem sync, and this many make a batch on their own.
-const PUBLISH_WAIT: Duration = Duration::from_millis(200);
-const PUBLISH_BATCH: usize = 4096;
-/// A batch closes when the sender has said nothing more for this long.
-const PUBLISH_QUIET: Duration = Duration::from_millis(20);
+/// How long the sender waits for the receiver's `Close` after its own.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
-/// The receiving end's control loop: checks each file the sender announces
-/// and publishes them in batches (one filesystem sync for many files),
-/// journals progress every second, and answers `Close`. Whatever ends the
-/// session, the sender hears why.
+/// One tick of a steer: it sees every stream, and what it asks is done.
+fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes) -> Result<()> {
+    let wanted = shared.with_core(|c| (0..c.streams()).map(|i| c.is_wanted(i)).collect::<Vec<_>>());
+    let views = views(&shared.tel, |i| wanted.get(i).copied().unwrap_or(false));
+    let asked = h.steer.tick(elapsed, &views);
+    for s in &asked {
+        match s {
+            Steering::Streams(n) => shared.with_core(|c| c.set_streams(*n)),
+            Steering::Control(i, c) => (h.apply)(*i, c)?,
+        }
+    }
+    if !asked.is_empty() {
+        let streams = shared.with_core(|c| c.wanted());
+        report_steer(&*h.steer, elapsed, streams, notes);
+    }
+    Ok(())
+}
+
+/// A `steer` record on the JSON output, when the steer has a state to tell.
+fn report_steer(steer: &dyn Steer, elapsed: Duration, streams: usize, notes: Notes) {
+    if let (Notes::Json, Some((strength, queue_us))) = (notes, steer.state()) {
+        crate::records::print(&crate::records::Steered {
+            t: crate::telemetry::round3(elapsed.as_secs_f64()),
+            strength: crate::telemetry::round3(strength),
+            queue_ms: crate::telemetry::round3(queue_us as f64 / 1000.0),
+            streams,
+        });
+    }
+}
+
+/// Every stream as a steer sees it.
+fn views(tel: &Telemetry, wanted: impl Fn(usize) -> bool) -> Vec<StreamView> {
+    tel.views()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (bytes, info))| StreamView {
+            stream: i,
+            wanted: wanted(i),
+            bytes,
+            info,
+        })
+        .collect()
+}
+
+/// Steers a bench's sending streams until `stop` says the bench is over
+/// (or its sender is dropped). A bench's streams neither join nor leave:
+/// only their controls change.
+pub fn steer_bench(
+    stop: &Receiver<()>,
+    steer: &mut dyn Steer,
+    tel: &Telemetry,
+    apply: &(dyn Fn(usize, &StreamControl) -> Result<()> + Sync),
+    notes: Notes,
+) {
+    let start = Instant::now();
+    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(steer.interval()) {
+        let views = views(tel, |_| true);
+        let asked = steer.tick(start.elapsed(), &views);
+        for s in &asked {
+            if let Steering::Control(i, c) = s {
+                // A stream that ended meanwhile has nothing to change.
+                let _ = apply(*i, c);
+            }
+        }
+        if !asked.is_empty() {
+            report_steer(steer, start.elapsed(), views.len(), notes);
+        }
+    }
+}
+
+/// The receiving end's driver: checks each file the sender announces and
+/// publishes them in batches (one filesystem sync for many files), journals
+/// progress every second, and answers `Close`. Whatever ends the session,
+/// the sender hears why.
 pub fn drive_receiver(
     mut r: crate::conn::FrameReader,
     w: &Mutex<FrameWriter>,
     shared: &RecvShared,
     life: &Life,
 ) -> Result<u64> {
-    let (abort, done) = (&life.abort, &life.done);
-    let stop = AtomicBool::new(false);
-    let result = thread::scope(|s| {
-        s.spawn(|| {
-            let mut last = Instant::now();
-            while !stop.load(Ordering::SeqCst) {
-                thread::sleep(Duration::from_millis(50));
-                if interrupted() {
-                    // The session ends here: the peer is told (it stops sending and closes
-                    // the control connection, which ends the loop below), the journals are
-                    // written on the way out.
-                    abort.fail(Error::Interrupted);
-                    w.lock().unwrap().send_error(&Error::Interrupted);
-                    shut_all(&shared.tel);
-                    return;
-                }
-                if last.elapsed() >= Duration::from_secs(1) {
-                    last = Instant::now();
-                    if let Err(e) = shared.sync_journals() {
-                        w.lock().unwrap().send_error(&e);
-                        abort.fail(e);
-                        shut_all(&shared.tel);
-                        return;
-                    }
-                }
-            }
-        });
-        let publish = || -> Result<()> {
-            for (file, hash) in shared.publish()? {
-                w.lock().unwrap().send(&Message::Verify { file, hash })?;
-            }
-            Ok(())
-        };
-        let mut batch_start = None::<Instant>;
-        let result = (|| loop {
-            if let Some(t) = batch_start {
-                let left = PUBLISH_WAIT.saturating_sub(t.elapsed());
-                if left.is_zero() || !r.wait_readable(left.min(PUBLISH_QUIET)) {
-                    publish()?;
-                    batch_start = None;
-                }
-            }
-            let m = match r.recv() {
-                Ok(m) => m,
-                Err(e) => return Err(abort.take().unwrap_or(e)),
-            };
-            match m {
-                Message::Verify { file, hash } => {
-                    shared.verify(file, &hash)?;
-                    batch_start.get_or_insert_with(Instant::now);
-                    if shared.pending() >= PUBLISH_BATCH {
-                        publish()?;
-                        batch_start = None;
-                    }
-                }
-                Message::Close { .. } => {
-                    publish()?;
-                    if !shared.all_published() {
-                        return Err(Error::Protocol(
-                            "the sender closed before every file was verified".into(),
-                        ));
-                    }
-                    shared.finish()?;
-                    done.store(true, Ordering::SeqCst);
-                    let got = shared.tel.total();
-                    w.lock().unwrap().send(&Message::Close { bytes: got })?;
-                    return Ok(got);
-                }
-                m => return Err(unexpected("a verification or the end", &m)),
-            }
-        })();
-        stop.store(true, Ordering::SeqCst);
-        result
+    // A stopped session (the user's cancel, a stream's fatal error) ends the
+    // wait for the sender's next word at once.
+    let _stopped = r.stream().try_clone().ok().map(|ctl| {
+        life.abort.on_stop(move || {
+            let _ = ctl.shutdown(Shutdown::Read);
+        })
     });
+    let mut core = ReceiverCore::new(Instant::now());
+    let publish = |core: &mut ReceiverCore| -> Result<()> {
+        core.published();
+        for (file, hash) in shared.publish()? {
+            w.lock().unwrap().send(&Message::Verify { file, hash })?;
+        }
+        Ok(())
+    };
+    let result = (|| loop {
+        let now = Instant::now();
+        if core.journal_due(now) {
+            shared.sync_journals()?;
+        }
+        let wait = core
+            .publish_in(now)
+            .unwrap_or(Duration::MAX)
+            .min(core.journal_at().saturating_duration_since(now));
+        if !r.wait_readable(wait) {
+            // The sender went quiet (or the batch is old): publish what is verified.
+            if core.publish_in(Instant::now()).is_some() {
+                publish(&mut core)?;
+            }
+            continue;
+        }
+        if life.abort.is_set() {
+            return Err(stopped(life));
+        }
+        let m = match r.recv() {
+            Ok(m) => m,
+            Err(e) if life.abort.is_set() => {
+                let _ = e;
+                return Err(stopped(life));
+            }
+            Err(e) => return Err(e),
+        };
+        match core.on_control(m)? {
+            Step::Verify { file, hash } => {
+                shared.verify(file, &hash)?;
+                if core.on_verified(Instant::now(), shared.pending()) {
+                    publish(&mut core)?;
+                }
+            }
+            Step::Close => {
+                publish(&mut core)?;
+                if !shared.all_published() {
+                    return Err(Error::Protocol(
+                        "the sender closed before every file was verified".into(),
+                    ));
+                }
+                shared.finish()?;
+                life.done.store(true, Ordering::SeqCst);
+                let got = shared.tel.total();
+                w.lock().unwrap().send(&Message::Close { bytes: got })?;
+                return Ok(got);
+            }
+        }
+    })();
     if let Err(e) = &result {
         // Best effort: the peer may have gone, or have said why itself.
         if !matches!(e, Error::Remote { .. } | Error::Connect { .. }) {
             w.lock().unwrap().send_error(e);
         }
-        abort.stop();
+        life.abort.stop();
         shut_all(&shared.tel);
         // Whatever is on disk stays useful for --resume, unless the data is bad.
         match e {
@@ -548,6 +642,15 @@ pub fn drive_receiver(
         }
     }
     result
+}
+
+/// Why a stopped session stopped: the user, or a stream's error.
+fn stopped(life: &Life) -> Error {
+    if life.interrupted() {
+        Error::Interrupted
+    } else {
+        life.abort.take().unwrap_or(Error::Interrupted)
+    }
 }
 
 /// An error the peer sent on the control connection within a second, if any.

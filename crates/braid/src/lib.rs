@@ -7,8 +7,10 @@
 //! sets, path checks, rate limiting, the block-wise BLAKE3 tree) is apart from the I/O that drives it.
 
 pub mod advice;
+pub mod auto;
 pub mod bench;
 pub mod bootstrap;
+pub mod cancel;
 pub mod client;
 pub mod conn;
 pub mod engine;
@@ -18,6 +20,7 @@ pub mod model;
 pub mod pacer;
 pub mod pathsafe;
 pub mod plan;
+pub mod proto;
 pub mod ranges;
 pub mod receive;
 pub mod records;

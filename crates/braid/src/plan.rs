@@ -10,7 +10,7 @@ pub const MAX_STREAMS: u16 = 256;
 pub const BLOCK_SIZES: std::ops::RangeInclusive<u32> = 4096..=64 << 20;
 
 /// One stream's control: `None` keeps the system default.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamControl {
     pub cc: Option<String>,
     pub settings: SocketSettings,
@@ -23,6 +23,7 @@ pub fn mode_name(p: &SessionParams) -> String {
         Mode::Parallel => format!("parallel-{}", p.streams),
         Mode::Combined => format!("combined-{}", p.streams),
         Mode::Tcpp => format!("tcpp-{}", p.streams),
+        Mode::Auto => format!("auto-{}", p.streams),
     }
 }
 
@@ -61,7 +62,7 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
         Mode::Combined => braid_cc::check_frac_cwnd(p.frac_cwnd as u32)
             .map(|_| ())
             .map_err(|e| e.to_string()),
-        Mode::Tcpp => Strength::from_milli(p.strength_milli)
+        Mode::Tcpp | Mode::Auto => Strength::from_milli(p.strength_milli)
             .map(|_| ())
             .map_err(|e| e.to_string()),
         _ => Ok(()),
@@ -91,7 +92,9 @@ pub fn stream_controls(p: &SessionParams, group: u64) -> Vec<StreamControl> {
                     ..SocketSettings::default()
                 },
             ),
-            Mode::Tcpp => named(
+            // Auto starts at its fair share; its steer raises the strength
+            // while the path shows no queue.
+            Mode::Tcpp | Mode::Auto => named(
                 "braid_tcpp",
                 SocketSettings {
                     strength: Some(Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE)),

@@ -100,6 +100,19 @@ pub struct Event {
     pub reason: String,
 }
 
+/// A steer's state each time it changes the streams (`--mode auto`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Steered {
+    /// Seconds since the session's streams started.
+    pub t: f64,
+    /// The TCP-P group's strength k now.
+    pub strength: f64,
+    /// The queueing delay it answered: median sRTT above the smallest RTT seen.
+    pub queue_ms: f64,
+    /// Streams carrying data.
+    pub streams: usize,
+}
+
 /// `braid traffic udp`'s account of what it sent.
 #[derive(Clone, Debug, Serialize)]
 pub struct Source {
@@ -266,6 +279,7 @@ macro_rules! records {
 records! {
     Interval => "interval",
     Event => "event",
+    Steered => "steer",
     Summary => "summary",
     Source => "source",
     SinkInterval => "sink_interval",
@@ -340,6 +354,12 @@ mod tests {
                 event: "stream_lost",
                 stream: 1,
                 reason: "the connection ended".into(),
+            }),
+            line(&Steered {
+                t: 2.5,
+                strength: 3.25,
+                queue_ms: 1.5,
+                streams: 8,
             }),
             line(&Summary {
                 kind: "send",
@@ -480,6 +500,6 @@ mod tests {
             assert_eq!(v["version"], VERSION);
             assert!(seen.insert(v["type"].as_str().unwrap().to_owned()), "{l}");
         }
-        assert_eq!(seen.len(), 14);
+        assert_eq!(seen.len(), 15);
     }
 }

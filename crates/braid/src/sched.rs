@@ -118,6 +118,21 @@ impl Scheduler {
         s.front_base = 0;
     }
 
+    /// A stream that joins the session; its index is returned.
+    pub fn add_stream(&mut self) -> usize {
+        self.streams.push(Stream::default());
+        self.streams.len() - 1
+    }
+
+    pub fn streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Blocks given to `stream` and not acknowledged yet.
+    pub fn in_flight(&self, stream: usize) -> usize {
+        self.streams[stream].in_flight.len()
+    }
+
     /// Nothing queued and nothing unacknowledged.
     pub fn is_done(&self) -> bool {
         self.queue.is_empty() && self.streams.iter().all(|s| s.in_flight.is_empty())

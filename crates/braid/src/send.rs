@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
-use std::time::Duration;
 
 use braid_wire::Message;
 
@@ -19,31 +18,24 @@ use crate::conn::Conn;
 use crate::error::Result;
 use crate::manifest::Source;
 use crate::pacer::Pacer;
+use crate::proto::sender::{Action, Next, SenderCore};
 use crate::ranges::RangeSet;
-use crate::sched::{BlockRef, Scheduler};
 use crate::telemetry::Telemetry;
 use crate::treehash::{self, BlockTree};
 
-/// What the sending session's control loop hears about.
+/// What the sending session's driver hears about, besides the core's actions.
 #[derive(Debug)]
 pub enum Event {
-    /// Every byte of a file is acknowledged.
-    Acked(u32),
+    /// The core has actions queued.
+    Wake,
     /// A file's whole-content hash is ready.
     Hashed(u32, [u8; 32]),
     /// A source file could not be read or hashed, or changed size.
     SourceFailed(u32, String),
     /// A message on the control connection, or its end.
     Control(Result<Message>),
-    /// A stream's connection died; its blocks are queued again.
-    StreamLost(usize, String),
-}
-
-struct State {
-    sched: Scheduler,
-    /// Each stream's connection generation: acknowledgements of an older one are ignored.
-    gens: Vec<u64>,
-    aborted: bool,
+    /// The session was stopped: the user's cancel, or a stream gave up.
+    Stopped,
 }
 
 /// Source files open at once; past this a file is opened for each block, so
@@ -51,7 +43,8 @@ struct State {
 const OPEN_FILES: usize = 128;
 
 pub struct SendShared {
-    st: Mutex<State>,
+    core: Mutex<SenderCore>,
+    /// Wakes stream workers waiting for a block when the core changes.
     cv: Condvar,
     sources: Vec<Source>,
     /// Each source, open from its first block until its hash is complete.
@@ -66,14 +59,6 @@ pub struct SendShared {
     pacer: Option<Pacer>,
 }
 
-enum Next {
-    Block(BlockRef),
-    /// Everything is acknowledged: say goodbye.
-    Done,
-    /// This connection was replaced or the session aborted: just stop.
-    Stop,
-}
-
 impl SendShared {
     pub fn new(
         sources: &[Source],
@@ -84,24 +69,26 @@ impl SendShared {
         tel: Arc<Telemetry>,
         limit_bps: Option<u64>,
     ) -> Result<Arc<Self>> {
-        let plan: Vec<(u64, RangeSet)> = sources
+        let plan: Vec<(String, u64, bool, RangeSet)> = sources
             .iter()
             .zip(held)
-            .map(|(s, h)| (s.entry.size, h.clone()))
+            .map(|(s, h)| {
+                (
+                    s.entry.path.clone(),
+                    s.entry.size,
+                    s.entry.is_dir(),
+                    h.clone(),
+                )
+            })
             .collect();
-        let sched = Scheduler::new(&plan, block_size, streams);
-        let to_move: u64 = plan.iter().map(|(s, h)| s - h.covered().min(*s)).sum();
         tel.expected
-            .store(to_move, std::sync::atomic::Ordering::Relaxed);
-        for f in sched.complete_at_start() {
-            let _ = events.send(Event::Acked(f));
+            .store(SenderCore::to_move(&plan), Ordering::Relaxed);
+        let core = SenderCore::new(&plan, block_size, streams);
+        if core.has_actions() {
+            let _ = events.send(Event::Wake);
         }
         Ok(Arc::new(SendShared {
-            st: Mutex::new(State {
-                sched,
-                gens: vec![0; streams],
-                aborted: false,
-            }),
+            core: Mutex::new(core),
             cv: Condvar::new(),
             sources: sources.to_vec(),
             files: sources.iter().map(|_| Mutex::new(None)).collect(),
@@ -116,6 +103,24 @@ impl SendShared {
             tel,
             pacer: limit_bps.map(Pacer::new),
         }))
+    }
+
+    /// Runs `f` on the core; workers and the driver are woken if it changed anything.
+    pub fn with_core<R>(&self, f: impl FnOnce(&mut SenderCore) -> R) -> R {
+        let mut core = self.core.lock().unwrap();
+        let r = f(&mut core);
+        if core.has_actions() {
+            let _ = self.events.send(Event::Wake);
+        }
+        drop(core);
+        self.cv.notify_all();
+        r
+    }
+
+    /// The core's queued actions, oldest first.
+    pub fn actions(&self) -> Vec<Action> {
+        let mut core = self.core.lock().unwrap();
+        std::iter::from_fn(|| core.poll_action()).collect()
     }
 
     /// Source `f`, opened on first use and checked against what the manifest
@@ -156,72 +161,39 @@ impl SendShared {
 
     /// A new connection for `stream`: whatever the old one had in flight goes back.
     pub fn take_over(&self, stream: usize) -> u64 {
-        let mut st = self.st.lock().unwrap();
-        st.sched.fail(stream);
-        st.gens[stream] += 1;
-        self.cv.notify_all();
-        st.gens[stream]
+        self.with_core(|c| c.attach(stream))
     }
 
     pub fn requeued(&self) -> u64 {
-        self.st.lock().unwrap().sched.requeued
+        self.core.lock().unwrap().requeued()
     }
 
-    pub fn is_done(&self) -> bool {
-        self.st.lock().unwrap().sched.is_done()
+    /// Whether `stream` should be dialled again after its connection ended.
+    pub fn redial(&self, stream: usize) -> bool {
+        self.core.lock().unwrap().redial(stream)
     }
 
+    /// Stops every stream worker (the driver has the error to tell).
     pub fn abort(&self) {
-        self.st.lock().unwrap().aborted = true;
-        self.cv.notify_all();
+        self.with_core(|c| c.fail(crate::error::Error::Interrupted));
     }
 
     fn next(&self, stream: usize, gen: u64) -> Next {
-        let mut st = self.st.lock().unwrap();
+        let mut core = self.core.lock().unwrap();
         loop {
-            if st.aborted || st.gens[stream] != gen {
-                return Next::Stop;
+            match core.next(stream, gen) {
+                Next::Wait => core = self.cv.wait(core).unwrap(),
+                next => return next,
             }
-            if let Some(b) = st.sched.next(stream) {
-                return Next::Block(b);
-            }
-            if st.sched.is_done() {
-                return Next::Done;
-            }
-            // Another stream's blocks may come back if it dies.
-            st = self
-                .cv
-                .wait_timeout(st, Duration::from_millis(200))
-                .unwrap()
-                .0;
         }
     }
 
     fn ack(&self, stream: usize, gen: u64, bytes: u64) {
-        let mut st = self.st.lock().unwrap();
-        if st.gens[stream] != gen {
-            return;
-        }
-        for f in st.sched.ack(stream, bytes) {
-            let _ = self.events.send(Event::Acked(f));
-        }
-        if st.sched.is_done() {
-            self.cv.notify_all();
-        }
+        self.with_core(|c| c.on_progress(stream, gen, bytes));
     }
 
     fn lost(&self, stream: usize, gen: u64, why: String) {
-        let mut st = self.st.lock().unwrap();
-        if st.gens[stream] != gen || st.aborted {
-            return;
-        }
-        let had = !st.sched.is_done();
-        st.sched.fail(stream);
-        st.gens[stream] += 1;
-        self.cv.notify_all();
-        if had {
-            let _ = self.events.send(Event::StreamLost(stream, why));
-        }
+        self.with_core(|c| c.on_lost(stream, gen, why));
     }
 }
 
@@ -254,7 +226,8 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
     let finished = loop {
         match shared.next(stream, gen) {
             Next::Stop => break false,
-            Next::Done => {
+            Next::Wait => unreachable!("next() waits itself"),
+            Next::Detach => {
                 break w
                     .send(&Message::Detach {
                         stream: stream as u16,
@@ -278,7 +251,6 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
                     Ok(f) => f,
                     Err(why) => {
                         let _ = shared.events.send(Event::SourceFailed(b.file, why));
-                        shared.abort();
                         break false;
                     }
                 };

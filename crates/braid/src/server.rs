@@ -12,19 +12,23 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use braid_wire::{auth, Kind, Message, SessionParams, FLAG_RESUME, FLAG_REVERSE};
+use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
 
+use crate::auto::Auto;
 use crate::bench;
+use crate::cancel::Cancel;
 use crate::conn::Conn;
-use crate::engine::{self, Life, Notes, StreamEnd};
+use crate::engine::{self, Hooks, Life, Notes, SteerHook, StreamEnd};
 use crate::error::{Code, Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
+use crate::plan::StreamControl;
 use crate::plan::{self, mode_name};
 use crate::receive::{self, claims::Claims, RecvOptions, RecvShared};
 use crate::send::SendShared;
 use crate::session::{self, ManifestLimits, SocketOptions, Token};
 use crate::telemetry::{Output, Summary, Telemetry};
+use braid_cc::Strength;
 
 #[derive(Clone)]
 pub struct Config {
@@ -42,6 +46,8 @@ pub struct Config {
     pub wait: Option<Duration>,
     pub limit_bps: Option<u64>,
     pub limits: Limits,
+    /// Stops the server and every session it runs.
+    pub cancel: Cancel,
 }
 
 /// What the server grants, so that no client, authenticated or not, can
@@ -197,8 +203,8 @@ impl Server {
         let mut connected = false;
         let mut accept_errors = (Instant::now(), 0u64);
         loop {
-            if crate::engine::interrupted() {
-                // Sessions see the flag within 50 ms and journal what they received.
+            if shared.cfg.cancel.is_cancelled() {
+                // Sessions stop at once; give them a moment to journal what they received.
                 thread::sleep(Duration::from_millis(500));
                 return Err(Error::Interrupted);
             }
@@ -429,7 +435,7 @@ fn run_session(
     let limit_bps = lower(cfg.limit_bps, (p.limit_bps > 0).then_some(p.limit_bps));
     let n = p.streams as usize;
     let tel = Telemetry::new(n, Output::Quiet);
-    let life = Life::default();
+    let life = Life::new(&cfg.cancel);
     let streams = life.streams(
         n,
         if cfg.output == Output::Human {
@@ -450,9 +456,22 @@ fn run_session(
     // Whichever end sends sets the controls, on accepted sockets too.
     let with_control = |i: usize, conn: &Conn| -> Result<()> {
         if sending {
-            session::apply_control(conn.stream(), &controls[i], maps.as_ref())?;
+            let c = &controls[i.min(controls.len() - 1)];
+            session::apply_control(conn.stream(), c, maps.as_ref())?;
         }
         Ok(())
+    };
+    // --mode auto: the sending end steers its streams' strength.
+    let mut auto = (sending && p.mode == Mode::Auto).then(|| {
+        Auto::new(
+            session,
+            n,
+            Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE),
+        )
+    });
+    let apply = |i: usize, c: &StreamControl| -> Result<()> {
+        tel.with_socket(i, |sock| session::apply_control(sock, c, maps.as_ref()))
+            .unwrap_or(Ok(()))
     };
     let kind = match p.kind {
         Kind::Bench => "bench",
@@ -473,14 +492,20 @@ fn run_session(
                         return StreamEnd::Fatal(e);
                     }
                     let deadline = *start.get_or_init(|| Instant::now() + duration);
-                    bench::send(i, c, deadline, &tel, pacer.as_ref());
+                    bench::send(i, c, deadline, &tel, pacer.as_ref(), &life.user);
                 } else {
-                    bench::receive(i, c, &tel);
+                    bench::receive(i, c, &tel, &life.user);
                 }
                 StreamEnd::Finished
             };
+            let (stop_steer, steer_stop) = mpsc::channel::<()>();
             thread::scope(|s| {
                 streams.accept(s, rx, &work);
+                if let Some(auto) = auto.as_mut() {
+                    let (tel, apply) = (&tel, &apply);
+                    s.spawn(move || engine::steer_bench(&steer_stop, auto, tel, apply, Notes::Off));
+                }
+                let _stop_steer = stop_steer;
                 let r = if sending {
                     bench::close_sending(
                         &mut conn,
@@ -566,7 +591,22 @@ fn run_session(
             };
             let r = thread::scope(|s| {
                 streams.accept(s, rx, &work);
-                let r = engine::drive_sender(conn, &sources, tx, ev, &shared, &life, Notes::Off);
+                let r = engine::drive_sender(
+                    conn,
+                    &sources,
+                    tx,
+                    ev,
+                    &shared,
+                    &life,
+                    Notes::Off,
+                    Hooks {
+                        open: None,
+                        steer: auto.as_mut().map(|a| SteerHook {
+                            steer: a,
+                            apply: &apply,
+                        }),
+                    },
+                );
                 if r.is_err() {
                     shared.abort();
                 }

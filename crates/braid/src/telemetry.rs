@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::net::TcpStream;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -24,6 +24,9 @@ pub enum Output {
     Quiet,
 }
 
+/// Streams a session may have at most (the engine's limit).
+const ROOM: usize = crate::plan::MAX_STREAMS as usize;
+
 /// One stream, across its reconnections.
 #[derive(Default)]
 struct Slot {
@@ -36,9 +39,23 @@ struct Slot {
     connections: u32,
 }
 
+impl Slot {
+    /// Keeps the current connection's counts and lets the connection go.
+    fn retire(&mut self) {
+        if let Some(old) = self.socket.take() {
+            let info = braid_cc::tcp_info(old.as_fd()).unwrap_or(self.last);
+            self.retired_retrans += info.total_retrans as u64;
+            self.retired_segs += info.data_segs_out as u64;
+        }
+    }
+}
+
 /// Shared between a session's stream workers and its sampler.
 pub struct Telemetry {
+    /// Room for every stream a session may have; streams may join it.
     slots: Mutex<Vec<Slot>>,
+    /// Streams reported: those the session began with, and any that joined.
+    shown: AtomicUsize,
     /// Payload bytes moved per stream (sent or received by this end).
     pub bytes: Vec<AtomicU64>,
     pub start: Instant,
@@ -89,8 +106,9 @@ pub struct Summary {
 impl Telemetry {
     pub fn new(streams: usize, output: Output) -> Arc<Self> {
         Arc::new(Telemetry {
-            slots: Mutex::new((0..streams).map(|_| Slot::default()).collect()),
-            bytes: (0..streams).map(|_| AtomicU64::new(0)).collect(),
+            slots: Mutex::new((0..ROOM).map(|_| Slot::default()).collect()),
+            shown: AtomicUsize::new(streams.min(ROOM)),
+            bytes: (0..ROOM).map(|_| AtomicU64::new(0)).collect(),
             start: Instant::now(),
             expected: AtomicU64::new(0),
             output,
@@ -101,16 +119,40 @@ impl Telemetry {
     /// A stream's (new) connection, sampled from now on.
     pub fn set_socket(&self, stream: usize, socket: &TcpStream) {
         let mut slots = self.slots.lock().unwrap();
+        self.shown.fetch_max(stream + 1, Ordering::Relaxed);
         let s = &mut slots[stream];
-        if let Some(old) = s.socket.take() {
-            let info = braid_cc::tcp_info(old.as_fd()).unwrap_or(s.last);
-            s.retired_retrans += info.total_retrans as u64;
-            s.retired_segs += info.data_segs_out as u64;
-        }
+        s.retire();
         s.cc = braid_cc::congestion_control(socket.as_fd()).unwrap_or_default();
         s.socket = socket.try_clone().ok();
         s.last = TcpInfo::default();
         s.connections += 1;
+    }
+
+    /// Runs `f` on stream `stream`'s current connection, if it has one, and
+    /// reads its control's name again (`f` may have changed it).
+    pub fn with_socket<R>(&self, stream: usize, f: impl FnOnce(&TcpStream) -> R) -> Option<R> {
+        let mut slots = self.slots.lock().unwrap();
+        let s = slots.get_mut(stream)?;
+        let k = s.socket.as_ref()?;
+        let r = f(k);
+        s.cc = braid_cc::congestion_control(k.as_fd()).unwrap_or_default();
+        Some(r)
+    }
+
+    /// Every stream's bytes and, where it has a connection, its TCP_INFO now.
+    pub fn views(&self) -> Vec<(u64, Option<TcpInfo>)> {
+        let slots = self.slots.lock().unwrap();
+        slots[..self.shown.load(Ordering::Relaxed)]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let info = s
+                    .socket
+                    .as_ref()
+                    .and_then(|k| braid_cc::tcp_info(k.as_fd()).ok());
+                (self.bytes[i].load(Ordering::Relaxed), info)
+            })
+            .collect()
     }
 
     /// Runs `f` on every stream's current connection.
@@ -132,7 +174,8 @@ impl Telemetry {
 
     fn sample(&self) -> Vec<(u64, TcpInfo)> {
         let mut slots = self.slots.lock().unwrap();
-        slots
+        let shown = self.shown.load(Ordering::Relaxed);
+        slots[..shown]
             .iter_mut()
             .enumerate()
             .map(|(i, s)| {
@@ -168,6 +211,8 @@ impl Telemetry {
                 let cur: Vec<u64> = samples.iter().map(|s| s.0).collect();
                 t.report(el, dt, &prev, &samples);
                 prev = cur;
+                // A stream that joins later starts from zero.
+                prev.resize(t.bytes.len(), 0);
                 prev_t = el;
             }
         })

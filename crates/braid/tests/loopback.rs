@@ -6,12 +6,16 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use braid::cancel::Cancel;
 use braid::client::{self, Config};
 use braid::conn::Conn;
 use braid::error::Error;
+use braid::plan::StreamControl;
+use braid::proto::steer::{Script, Steer, Steering, StreamView};
 use braid::server::{self, Server};
 use braid::session::{self, SocketOptions, Token};
 use braid::telemetry::Output;
@@ -39,6 +43,7 @@ fn serve_with(root: &Path, listen: &str, limits: server::Limits) -> String {
         wait: None,
         limit_bps: None,
         limits,
+        cancel: Cancel::new(),
     })
     .unwrap();
     let addr = srv.local_addr().to_string();
@@ -75,6 +80,8 @@ fn config(addr: &str, p: SessionParams, token: &str) -> Config {
         output: Output::Quiet,
         interval: Duration::from_millis(200),
         limit_bps: None,
+        cancel: Cancel::new(),
+        steer: None,
     }
 }
 
@@ -731,4 +738,85 @@ fn a_receiver_claiming_too_many_ranges_is_refused() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Each tick's time and what the steer saw of every stream.
+type Ticks = Arc<Mutex<Vec<(Duration, Vec<StreamView>)>>>;
+
+/// Records what it saw on each tick, and asks what its script says.
+struct Recorder {
+    script: Script,
+    seen: Ticks,
+}
+
+impl Steer for Recorder {
+    fn interval(&self) -> Duration {
+        self.script.interval()
+    }
+
+    fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
+        self.seen.lock().unwrap().push((elapsed, streams.to_vec()));
+        self.script.tick(elapsed, streams)
+    }
+}
+
+#[test]
+fn streams_join_and_leave_a_running_send_and_a_live_socket_changes_its_control() {
+    let (src, dst) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let addr = serve(dst.path());
+    let file = src.path().join("steered.bin");
+    fs::write(&file, noise(24 << 20, 11)).unwrap();
+    let ms = Duration::from_millis;
+    let reno = StreamControl {
+        cc: Some("reno".into()),
+        settings: Default::default(),
+    };
+    let seen: Ticks = Arc::default();
+    let steer = Recorder {
+        script: Script::new(
+            vec![
+                (ms(150), Steering::Streams(4)),
+                (ms(300), Steering::Control(0, reno)),
+                (ms(500), Steering::Streams(1)),
+            ],
+            ms(50),
+        ),
+        seen: Arc::clone(&seen),
+    };
+    let mut cfg = config(&addr, params(Kind::Send, 2), TOKEN);
+    // Paced so that the session outlives the script: 24 MiB at 160 Mb/s is 1.3 s.
+    cfg.limit_bps = Some(160_000_000);
+    cfg.steer = Some(Arc::new(Mutex::new(steer)));
+    let s = client::send(&cfg, std::slice::from_ref(&file), "").unwrap();
+    assert_eq!(b3(&file), b3(&dst.path().join("steered.bin")));
+    assert_eq!(s.streams.len(), 4, "two streams joined: {:?}", s.streams);
+    for st in &s.streams {
+        assert_eq!(st.connections, 1, "no stream was lost or redialled: {st:?}");
+        assert!(st.bytes > 0, "every stream carried blocks: {st:?}");
+    }
+    assert_eq!(s.requeued_blocks, 0, "leaving gives no block back");
+    assert_eq!(
+        s.streams[0].cc, "reno",
+        "stream 0's live socket runs reno now"
+    );
+    let seen = seen.lock().unwrap();
+    let last = &seen.last().expect("the steer was asked").1;
+    assert!(
+        last[0].wanted && last[1..].iter().all(|v| !v.wanted),
+        "{last:?}"
+    );
+    // Once the three have left (their last blocks acknowledged), only stream 0 moves.
+    let settled: Vec<_> = seen.iter().filter(|(t, _)| *t >= ms(700)).collect();
+    assert!(
+        settled.len() >= 2,
+        "the session ran past the leave: {seen:?}"
+    );
+    let (first, end) = (&settled[0].1, &settled[settled.len() - 1].1);
+    for i in 1..4 {
+        assert_eq!(
+            first[i].bytes, end[i].bytes,
+            "stream {i} carried after it left"
+        );
+    }
+    assert!(end[0].bytes > first[0].bytes, "stream 0 carried on");
 }

@@ -12,6 +12,9 @@ def test_methods_say_which_control_each_stream_gets():
     assert Method("parallel", 2, cc="cubic").controls() == ["cubic", "cubic"]
     assert Method("single", 5).controls() == [None]
     assert Method("combined", 9, virtual_rtt=100).argv() == ["--mode", "combined", "-n", "9", "--virtual-rtt", "100"]
+    # Auto is a TCP-P group whose strength the sender steers; its floor is the fair share.
+    assert Method("auto", 3).controls() == ["braid_tcpp"] * 3
+    assert Method("auto", 9, strength=2).argv() == ["--mode", "auto", "-n", "9", "--fair-share", "2"]
 
 
 def _vector(ty: str) -> dict:
@@ -31,7 +34,9 @@ def test_report_reads_intervals_and_summary_and_refuses_other_versions():
 def test_report_keeps_stream_events_apart():
     event = _vector("event")
     text = "\n".join([json.dumps(_vector("interval")), json.dumps({**event, "event": "stream_lost"}),
+                      json.dumps(_vector("steer")),
                       json.dumps({**event, "event": "stream_redialled"}), json.dumps(_vector("summary"))])
     r = Report.parse(text)
     assert [e["event"] for e in r.events] == ["stream_lost", "stream_redialled"]
+    assert [s["strength"] for s in r.steering] == [3.25]
     assert len(r.intervals) == 1 and r.summary is not None

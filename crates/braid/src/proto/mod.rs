@@ -1,0 +1,50 @@
+//! A session's protocol: the order of its messages (here), and each end's
+//! logic as a state machine without I/O (`sender`, `receiver`, `steer`).
+//! The drivers in `engine`, `client` and `server` own the sockets and the
+//! threads; they feed these machines what happened and do what they say.
+//!
+//! # The order of a session's messages
+//!
+//! One control connection, then data streams that attach to the session.
+//! `C` is the client (it dials everything), `S` the server.
+//!
+//! ```text
+//! control connection
+//!   C -> S  Hello {version, nonce}            a version the server does not speak: Error 426
+//!   S -> C  Challenge {version, nonce}
+//!   C -> S  Proof {mac}                        the token, proven; a wrong one: Error 401
+//!   S -> C  Welcome {mac}                      the server proves it too; both derive the session key
+//!   C -> S  Open {kind, mode, streams, ...}    send | get | bench
+//!   send:  C -> S Manifest* (the files, 1 MiB frames)   S -> C Accepted {session}
+//!          S -> C Ranges (one per file: what it holds already)
+//!   get:   C -> S Manifest* (the names wanted)          S -> C Accepted {session}
+//!          S -> C Manifest* (the files)                  C -> S Ranges (one per file)
+//!   bench: S -> C Accepted {session}
+//!
+//! every data stream (a new TCP connection, any time while the session runs)
+//!   C -> S  Attach {session, stream, counter, mac}   a replayed counter or wrong mac: Error 401
+//!   S -> C  Accepted {session}
+//!   sender -> receiver  Block {file, offset, len, crc32c} + bytes, ...
+//!   receiver -> sender  Progress {bytes}     cumulative on this connection: acknowledges a prefix
+//!   sender -> receiver  Detach               the transfer is over, or this stream leaves
+//!   (a connection that dies gives its unacknowledged blocks back; the client attaches again)
+//!
+//! files, on the control connection, while the streams run
+//!   sender -> receiver  Verify {file, blake3}   all of the file acknowledged, its hash complete
+//!   receiver -> sender  Verify {file, blake3}   the receiver's own hash agrees; the file is published
+//!   sender -> receiver  Close {bytes}           every file verified
+//!   receiver -> sender  Close {bytes}
+//!
+//! bench: the streams carry raw bytes until the sender's deadline; then
+//!   sender -> receiver Close {bytes}, receiver -> sender Close {bytes}.
+//!
+//! Either end may say Error {code, message} at any point and close; the codes
+//! are braid_wire::Code.
+//! ```
+
+pub mod receiver;
+pub mod sender;
+pub mod steer;
+
+#[cfg(test)]
+mod sim;

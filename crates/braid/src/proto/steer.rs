@@ -1,0 +1,100 @@
+//! Steering a running session: something that watches every stream's
+//! TCP_INFO on a regular tick and decides how many streams carry blocks and
+//! which control each one runs. The sending end's driver asks it, and does
+//! what it says on live sockets (streams join and leave, a socket's control
+//! and braid-cc settings change mid-transfer).
+
+use std::time::Duration;
+
+use braid_cc::TcpInfo;
+
+use crate::plan::StreamControl;
+
+/// One stream as a steer sees it on a tick.
+#[derive(Clone, Debug, Default)]
+pub struct StreamView {
+    pub stream: usize,
+    /// Whether it carries blocks now (a leaving or gone stream does not).
+    pub wanted: bool,
+    /// Payload bytes this end moved on it, over all its connections.
+    pub bytes: u64,
+    /// Its current connection's TCP_INFO, if it has one.
+    pub info: Option<TcpInfo>,
+}
+
+/// What a steer asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Steering {
+    /// Carry blocks on this many streams (at least one).
+    Streams(usize),
+    /// Give stream `i` this control: now on its live socket, and on every
+    /// connection it makes later (also one that has not joined yet).
+    Control(usize, StreamControl),
+}
+
+pub trait Steer: Send {
+    /// How often [`Steer::tick`] is called.
+    fn interval(&self) -> Duration;
+    /// `elapsed` since the session's streams started.
+    fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering>;
+    /// Its state for the session's report (a `steer` record), if it has one:
+    /// the strength it set and the queueing delay it answered, in µs.
+    fn state(&self) -> Option<(f64, u32)> {
+        None
+    }
+}
+
+/// A fixed list of steerings at given times; for tests and experiments that
+/// change a session on a schedule.
+pub struct Script {
+    steps: Vec<(Duration, Steering)>,
+    interval: Duration,
+}
+
+impl Script {
+    pub fn new(mut steps: Vec<(Duration, Steering)>, interval: Duration) -> Self {
+        steps.sort_by_key(|s| s.0);
+        steps.reverse();
+        Script { steps, interval }
+    }
+}
+
+impl Steer for Script {
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    fn tick(&mut self, elapsed: Duration, _: &[StreamView]) -> Vec<Steering> {
+        let mut due = Vec::new();
+        while self.steps.last().is_some_and(|(t, _)| *t <= elapsed) {
+            due.push(self.steps.pop().expect("checked").1);
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_gives_each_step_once_in_time_order() {
+        let ms = Duration::from_millis;
+        let mut s = Script::new(
+            vec![
+                (ms(300), Steering::Streams(1)),
+                (ms(100), Steering::Streams(4)),
+                (ms(100), Steering::Streams(5)),
+            ],
+            ms(50),
+        );
+        assert!(s.tick(ms(50), &[]).is_empty());
+        assert_eq!(
+            s.tick(ms(150), &[]),
+            [Steering::Streams(4), Steering::Streams(5)]
+        );
+        assert!(s.tick(ms(250), &[]).is_empty());
+        assert_eq!(s.tick(ms(999), &[]), [Steering::Streams(1)]);
+        assert!(s.tick(ms(9999), &[]).is_empty());
+    }
+}
