@@ -1,4 +1,4 @@
-"""braidlab command line: `braidlab demo|run|report|controls|path|clean`."""
+"""braidlab command line: `braidlab demo|run|report|controls|path|clean|scheduler|worker`."""
 
 from __future__ import annotations
 
@@ -34,6 +34,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="only these of the variant's methods: names or shell patterns, comma-separated "
                         "(parallel-1,parallel-1?); kept in run.json for a continuation")
     r.add_argument("--scenarios", metavar="PATTERNS", help="only these of the variant's scenarios, as --methods")
+    r.add_argument("--cluster", metavar="tcp://HOST:8786",
+                   help="measure the cells on a Dask cluster (one cell per machine at a time: workers started "
+                        "with `braidlab worker`); the results land here as without it")
+    sch = sub.add_parser("scheduler", help="a Dask scheduler for `braidlab run --cluster`")
+    sch.add_argument("--port", type=int, default=8786)
+    w = sub.add_parser("worker", help="join this machine to a cluster for `braidlab run --cluster`",
+                       description="Runs a Dask worker with one thread and one unit of the resource 'testbed', "
+                                   "so this machine measures one cell at a time. Needs root.")
+    w.add_argument("scheduler", help="the scheduler's address, tcp://HOST:8786")
+    w.add_argument("--name", help="the worker's name (default: the host name)")
     rep = sub.add_parser("report", help="markdown and HTML report of run directories",
                          description="Writes report.md and a self-contained report.html (figures inlined) from "
                                      "the results directories of `braidlab run`.")
@@ -72,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         from . import report
 
         return report.main(args)
+    elif args.cmd in ("scheduler", "worker"):
+        from . import cluster
+
+        if args.cmd == "scheduler":
+            return cluster.scheduler_main(args.port)
+        return cluster.worker_main(args.scheduler, args.name)
     elif args.cmd == "clean":
         removed = netns.clean()
         print(f"removed {len(removed)} stale namespace(s)" + (": " + " ".join(removed) if removed else ""))

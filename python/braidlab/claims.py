@@ -44,7 +44,7 @@ class Verdict:
 
 def _fmt(metric: str, x: float) -> str:
     if metric in ("appropriation", "effectiveness", "utilisation", "method_loss_ratio", "udp_loss",
-                  "link_drop_ratio", "jain"):
+                  "link_drop_ratio", "jain", "jain_1s"):
         return f"{100 * x:.1f} %"
     return f"{x:.3g}"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from .engine import Method
 
 VARIANTS = ("quick", "full")
-MODES = ("single", "parallel", "combined", "tcpp", "auto")
+MODES = ("single", "parallel", "combined", "tcpp", "auto", "falcon")
 _RATE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit)$")
 _TIME = re.compile(r"^\d+(\.\d+)?(us|ms|s)$")
 
@@ -116,7 +116,9 @@ class Scenario:
     name: str
     path: PathSpec
     udp: dict | None = None  # {min, max, period} (the Eq. 3 sinusoid) or {rate}
-    tcp: dict | None = None  # {flows, cc}: iperf3 flows from the cross host
+    # {flows, cc, during}: iperf3 flows from the cross host; with during = [a, b] they arrive
+    # and leave at those fractions of the method's measured time, else they run throughout.
+    tcp: dict | None = None
     poisson: dict | None = None  # {load, mean_size, cc}: Poisson TCP flow arrivals
     probe: bool = False  # 1440-byte ICMP probes every 10 ms from the cross host
 
@@ -169,6 +171,9 @@ class Experiment:
     baseline: str | None = None  # the method whose competitors' aggregate appropriation compares with
     columns: list[str] | None = None  # the report's metrics, in order; None: every one measured
     source: Path | None = None
+    # The report's frontier figure: each method's effectiveness in one scenario against its
+    # appropriation in another ({effectiveness = SCENARIO, appropriation = SCENARIO}).
+    frontier: dict | None = None
 
     def variant(self, which: str, repeat: int | None = None) -> Variant:
         if which not in self.variants:
@@ -200,7 +205,7 @@ class Experiment:
 _METHOD_KEYS = {"name", "mode", "streams", "cc", "virtual_rtt", "strength"}
 _SCENARIO_KEYS = {"name", "path", "udp", "tcp", "poisson", "probe"}
 _VARIANT_KEYS = {"seconds", "warmup", "omit", "pause", "repeat", "methods", "scenarios"}
-_TOP_KEYS = {"name", "title", "paper", "calibration", "baseline", "columns", "path", "scenario", "method", "claim", "reference",
+_TOP_KEYS = {"name", "title", "paper", "calibration", "baseline", "columns", "frontier", "path", "scenario", "method", "claim", "reference",
              *VARIANTS}
 
 
@@ -292,9 +297,15 @@ def parse(data: dict, source: Path | None = None) -> Experiment:
                 raise ExperimentError(f"{w} udp: want min and max (a sinusoid) or rate")
         tcp = s.get("tcp")
         if tcp is not None:
-            _unknown(f"{w} tcp", tcp, {"flows", "cc"})
+            _unknown(f"{w} tcp", tcp, {"flows", "cc", "during"})
             if not isinstance(tcp.get("flows"), int) or not 1 <= tcp["flows"] <= 64:
                 raise ExperimentError(f"{w} tcp: flows must be 1..64")
+            during = tcp.get("during")
+            if during is not None and not (
+                    isinstance(during, list) and len(during) == 2
+                    and all(isinstance(x, (int, float)) for x in during) and 0 < during[0] < during[1] <= 1):
+                raise ExperimentError(f"{w} tcp: during must be [arrive, leave], fractions of the measured "
+                                      f"time with 0 < arrive < leave <= 1, not {during!r}")
         poisson = s.get("poisson")
         if poisson is not None:
             _unknown(f"{w} poisson", poisson, {"load", "mean_size", "cc"})
@@ -336,10 +347,16 @@ def parse(data: dict, source: Path | None = None) -> Experiment:
     baseline = data.get("baseline")
     if baseline is not None and baseline not in methods:
         raise ExperimentError(f"{where}: baseline {baseline!r} is not a method")
+    frontier = data.get("frontier")
+    if frontier is not None:
+        _unknown(f"{where} frontier", frontier, {"effectiveness", "appropriation"})
+        for k in ("effectiveness", "appropriation"):
+            if frontier.get(k) not in scenarios:
+                raise ExperimentError(f"{where}: frontier.{k} must name a scenario, not {frontier.get(k)!r}")
     return Experiment(name=data["name"], title=data.get("title", data["name"]), paper=data.get("paper", ""),
                       calibration=data.get("calibration", "").strip(), scenarios=scenarios, methods=methods,
                       variants=variants, claims=claims, references=refs, baseline=baseline,
-                      columns=data.get("columns"), source=source)
+                      columns=data.get("columns"), source=source, frontier=frontier)
 
 
 def load(name_or_path: str | Path, root: Path | None = None) -> Experiment:

@@ -111,12 +111,17 @@ class MeasuredCell:
     # The sender namespace's TCP counters (/proc/net/netstat and snmp) over the cell.
     sender_tcp: dict[str, int]
     build: dict[str, Any] | None = None
+    # The machine that measured it: host, kernel, cores and the build (a cluster run's cells
+    # may come from several).
+    machine: dict[str, Any] | None = None
     cross_tcp: list[CrossFlow] | None = None
     udp: UdpWindow | None = None
     capacity_bytes: float | None = None
     ping: PingWindow | None = None
     # Every stream's bytes and retransmits when the omitted start ended: {"t": s, "streams": {...}}.
     at_omit: dict[str, Any] | None = None
+    # When competitors arrived and left, seconds in the bench's clock (a scenario's tcp.during).
+    changes: list[float] | None = None
 
     @classmethod
     def from_json(cls, d: dict) -> MeasuredCell:

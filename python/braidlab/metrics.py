@@ -197,3 +197,49 @@ def knee(ns: Sequence[float], ys: Sequence[float], frac: float = 0.9) -> float |
         return None
     best = max(y for _, y in pts)
     return next(n for n, y in pts if y >= frac * best)
+
+
+def rolling_mean(ts: Sequence[float], xs: Sequence[float], window: float) -> list[float]:
+    """Each point's mean over the points in the `window` seconds that end at it."""
+    out = []
+    for i, t in enumerate(ts):
+        inside = [x for s, x in zip(ts[: i + 1], xs[: i + 1]) if s > t - window + 1e-9]
+        out.append(statistics.fmean(inside))
+    return out
+
+
+def settle_time(ts: Sequence[float], rates: Sequence[float], change: float, end: float,
+                tol: float = 0.1, window: float = 3.0) -> tuple[float | None, float | None]:
+    """(seconds to settle, the settled rate) after the path changed at `change`.
+    The settled rate is the median over the second half of (change, end]; the
+    transfer has settled at the first point from which the mean of its rate
+    over the last `window` seconds (points after the change only) stays within
+    `tol` of it until `end`, for a window at least. The time counts to the end of that window, so it
+    includes the window's lag: an upper bound. Infinite when it never settles;
+    None when the phase holds fewer than four points."""
+    pts = [(t, r) for t, r in zip(ts, rates) if change < t <= end]
+    if len(pts) < 4:
+        return None, None
+    half = (change + end) / 2
+    settled = statistics.median([r for t, r in pts if t > half] or [pts[-1][1]])
+    ts_, rs = [t for t, _ in pts], [r for _, r in pts]
+    inside = [abs(m - settled) <= tol * max(settled, 1e-9) for m in rolling_mean(ts_, rs, window)]
+    # Staying means for at least one more window: the last few points alone prove nothing.
+    for i in range(len(pts)):
+        if ts_[-1] - ts_[i] < window - 1e-9:
+            break
+        if all(inside[i:]):
+            return ts_[i] - change, settled
+    return math.inf, settled
+
+
+def binned_jain(ts: Sequence[float], per_stream: Sequence[Sequence[float]]) -> float | None:
+    """The variants paper's fairness over short bins: Jain's index of the streams'
+    rates in each bin (one interval of the series), averaged over the bins.
+    Whole-run totals even out what a bin shows. `per_stream[i][j]` is stream i's
+    rate in bin j."""
+    if len(per_stream) < 2 or not ts:
+        return None
+    vals = [jain([s[j] for s in per_stream]) for j in range(len(ts))
+            if sum(s[j] for s in per_stream) > 0]
+    return statistics.fmean(vals) if vals else None

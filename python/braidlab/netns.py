@@ -7,6 +7,7 @@ testbed left behind by a killed run can be recognised and removed
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -50,6 +51,10 @@ class Namespace:
             kw.setdefault("stdout", subprocess.PIPE)
             kw.setdefault("stderr", subprocess.PIPE)
             kw.setdefault("text", True)
+        # A tool dies with the process that started it, so a run killed outright (a cluster
+        # worker that is lost) leaves nothing running in its namespaces. Linux's "parent" is
+        # the starting thread: a tool started on a thread must not outlive that thread.
+        kw.setdefault("preexec_fn", _die_with_parent)
         p = subprocess.Popen(self.argv(*cmd), **kw)
         self._procs.append(p)
         return p
@@ -60,6 +65,13 @@ class Namespace:
             stop(p)
         self._procs.clear()
         run(["ip", "netns", "del", self.name], check=False)
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def stop(p: subprocess.Popen, grace: float = 3.0) -> None:

@@ -56,9 +56,10 @@ class Event:
 @dataclass(frozen=True)
 class Steered:
     t: float
-    strength: float
-    queue_ms: float
     streams: int
+    strength: float | None
+    queue_ms: float | None
+    utility: float | None
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,13 @@ METRICS = [
     ("method_mbps", "Mb/s"), ("effectiveness", "effectiveness"), ("appropriation", "appropriation"),
     ("cross_mbps", "competitors Mb/s"), ("ratio_to_cross", "method / competitors"), ("rtt_median_ms", "RTT median ms"), ("sqrt_p", "sqrt(p %) UDP"),
     ("method_loss_ratio", "TCP loss"), ("method_srtt_ms", "sRTT ms"), ("utilisation", "link used"),
-    ("link_drop_ratio", "link drops"), ("jain", "Jain"), ("p_events", "p (loss events)"),
-    ("mathis_mbps", "Mathis Mb/s"),
+    ("link_drop_ratio", "link drops"), ("jain", "Jain"), ("jain_1s", "Jain, 1 s bins"),
+    ("p_events", "p (loss events)"), ("mathis_mbps", "Mathis Mb/s"),
+    ("mbps_alone", "Mb/s alone"), ("mbps_beside", "Mb/s beside them"), ("mbps_after", "Mb/s after"),
+    ("settle_arrive_s", "settles after arrival, s"), ("settle_leave_s", "settles after departure, s"),
 ]
 PERCENT = {"effectiveness", "appropriation", "method_loss_ratio", "utilisation", "udp_loss", "jain",
-           "link_drop_ratio"}
+           "jain_1s", "link_drop_ratio"}
 
 
 @dataclass
@@ -48,7 +50,7 @@ class Block:
 
 
 # What a sweep figure may plot against n or k.
-SWEPT = {"method_mbps", "cross_mbps", "ratio_to_cross", "method_loss_ratio", "jain", "utilisation", "mathis_mbps",
+SWEPT = {"method_mbps", "cross_mbps", "ratio_to_cross", "method_loss_ratio", "jain", "jain_1s", "utilisation", "mathis_mbps",
          "p_events"}
 LOSSES = {"method_loss_ratio", "udp_loss", "link_drop_ratio", "p_events"}
 
@@ -140,6 +142,36 @@ def series_figure(cells: list[MeasuredCell], scenario: str, path: Path) -> Path:
     return _save(fig, path)
 
 
+def frontier_figure(rows: list[dict], idle: str, busy: str, path: Path) -> Path | None:
+    """Each method as a point: its effectiveness on the idle path (up is faster) against its
+    appropriation on the busy one (left is fairer). The corner to reach is top left."""
+    eff = claims_mod.medians(rows, "effectiveness", idle)
+    app = claims_mod.medians(rows, "appropriation", busy)
+    both = [m for m in eff if m in app]
+    if not both:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for m in both:
+        ax.scatter(100 * app[m], 100 * eff[m], s=30)
+        ax.annotate(m, (100 * app[m], 100 * eff[m]), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.axvline(0, color="grey", lw=0.6)
+    ax.set_xlabel(f"appropriation from the competitors, % ({busy})")
+    ax.set_ylabel(f"effectiveness, % ({idle})")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def frontier_table(rows: list[dict], idle: str, busy: str) -> list[list[str]] | None:
+    eff = claims_mod.medians(rows, "effectiveness", idle)
+    app = claims_mod.medians(rows, "appropriation", busy)
+    both = sorted((m for m in eff if m in app), key=lambda m: (app[m], -eff[m]))
+    if not both:
+        return None
+    return [["method", f"effectiveness ({idle})", f"appropriation ({busy})"]] + [
+        [m, fmt("effectiveness", eff[m]), fmt("appropriation", app[m])] for m in both]
+
+
 def model_table(rows: list[dict]) -> list[list[str]] | None:
     """Rows of streams, measured, the Mathis aggregate (Eq. 5, C = sqrt(3/2)) and the same with
     the C of Reno under random loss (braid-link drops at random, one loss every 1/p packets is
@@ -223,16 +255,40 @@ def _builds(run_dir: Path) -> str:
     return " The cells were measured by more than one build: " + ", ".join(parts) + "."
 
 
+def _machines(run_dir: Path) -> str:
+    """A warning when the cells came from machines that differ in kernel, core count or build
+    (a cluster run, or a run continued elsewhere): their numbers may not be comparable."""
+    kinds: dict[tuple, list[str]] = {}
+    for c in results.load(run_dir)[1]:
+        m = c.machine
+        if not m:
+            continue
+        b = m.get("build") or {}
+        key = (m.get("kernel"), m.get("cores"), (b.get("binary") or "")[:12] or (b.get("git") or {}).get("revision"))
+        kinds.setdefault(key, []).append(m.get("host", "?"))
+    if len(kinds) <= 1:
+        return ""
+    parts = [f"{len(hosts)} cell(s) on {', '.join(sorted(set(hosts)))} (Linux {k}, {n} cores, build {b})"
+             for (k, n, b), hosts in kinds.items()]
+    return (" **Warning: the cells were measured on machines that differ in kernel, cores or build**: "
+            + "; ".join(parts) + ".")
+
+
 def _recorded(meta: dict, root: Path | None = None):
-    """The experiment as the run recorded it, with each claim's note from its file today.
+    """The experiment as the run recorded it, with each claim's note (and the frontier to draw)
+    from its file today.
 
     A note explains a verdict, so it is often written after the measurement; the checks
     themselves stay as they were run. A claim whose check has changed since keeps its old note."""
     exp = parse(tomllib.loads(meta["experiment_file"]))
     try:
-        now = {c["id"]: c for c in load(exp.name, root).claims}
+        today = load(exp.name, root)
     except ExperimentError:
         return exp
+    now = {c["id"]: c for c in today.claims}
+    # How the report draws the frontier is presentation, like a note: today's file may add it.
+    if exp.frontier is None and today.frontier and all(s in exp.scenarios for s in today.frontier.values()):
+        exp.frontier = today.frontier
 
     def check(c: dict) -> dict:
         return {k: v for k, v in c.items() if k != "note"}
@@ -257,7 +313,7 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
                             f"per method ({vs.get('omit', 0):g} s before that left out) after {vs['warmup']:g} s "
                             f"of cross traffic; {meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
                             f"braid {(meta['git'].get('revision') or '?')[:12]}"
-                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}.{_builds(d)}"))
+                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}.{_builds(d)}{_machines(d)}"))
     if exp.calibration:
         b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
     refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}
@@ -323,6 +379,16 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
         if shown:
             b.append(Block("img", series_figure(shown, sc, fig_dir / f"{exp.name}-{sc}-series.png"),
                            f"{sc}: throughput and cwnd per stream"))
+    if exp.frontier:
+        idle, busy = exp.frontier["effectiveness"], exp.frontier["appropriation"]
+        table = frontier_table(rows, idle, busy)
+        if table:
+            b.append(Block("h3", f"{exp.name}: the frontier"))
+            b.append(Block("p", f"Every method measured on both paths: how effective it is beside {idle} against "
+                                f"what it takes from the flows of {busy}. Fast and fair is the top left."))
+            b.append(Block("table", table))
+            b.append(Block("img", frontier_figure(rows, idle, busy, fig_dir / f"{exp.name}-frontier.png"),
+                           "effectiveness against appropriation"))
     verdicts = claims_mod.check_all(exp.claims, rows)
     if verdicts:
         b.append(Block("h3", f"{exp.name}: the paper's claims"))

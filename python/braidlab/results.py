@@ -28,7 +28,8 @@ CELL_COLUMNS = [
     "scenario", "method", "rep", "mode", "streams", "cc", "virtual_rtt", "strength", "mtu", "seconds",
     "method_mbps", "method_bytes", "method_loss_ratio", "method_srtt_ms", "capacity_mb", "effectiveness",
     "cross_mbps", "ratio_to_cross", "appropriation", "udp_loss", "sqrt_p", "rtt_median_ms", "rtt_p99_ms", "utilisation",
-    "link_drop_ratio", "jain", "loss_events", "p_events", "mathis_mbps",
+    "link_drop_ratio", "jain", "jain_1s", "loss_events", "p_events", "mathis_mbps",
+    "mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s",
 ]
 FLOW_COLUMNS = ["experiment", *CELL_COLUMNS[:3], "role", "flow", "flow_cc", "flow_bytes", "flow_mbps",
                 "flow_retransmits", "flow_loss_ratio", *CELL_COLUMNS[3:]]
@@ -116,7 +117,41 @@ def cell_metrics(cell: MeasuredCell) -> dict:
              for s in streams if s.stream in srtt]
     agg = metrics.mathis_aggregate(lossy) if lossy else None
     m["mathis_mbps"] = agg / 1e6 if agg is not None and agg != float("inf") else None
+    ts, per = _binned(cell, start["t"] if start else 0.0)
+    m["jain_1s"] = metrics.binned_jain(ts, per)
+    m.update(_phases(cell, ts, [sum(x) for x in zip(*per)] if per else []))
     return m
+
+
+def _binned(cell: MeasuredCell, after: float) -> tuple[list[float], list[list[float]]]:
+    """The series after `after` as (interval times, each stream's Mb/s per interval); a stream
+    absent from an interval (not yet dialled, or gone) counts as 0."""
+    by_t: dict[float, dict[int, float]] = defaultdict(dict)
+    for p in cell.series:
+        if p.t > after:
+            by_t[p.t][p.stream] = p.mbps
+    ts = sorted(by_t)
+    streams = sorted({s for v in by_t.values() for s in v})
+    return ts, [[by_t[t].get(s, 0.0) for t in ts] for s in streams]
+
+
+def _phases(cell: MeasuredCell, ts: list[float], total: list[float]) -> dict:
+    """With competitors that arrive and leave: the method's rate alone, beside them and after
+    they left, and how long it took to settle after each change (metrics.settle_time)."""
+    keys = ("mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s")
+    if not cell.changes or not ts:
+        return dict.fromkeys(keys)
+    arrive, leave = cell.changes
+    end = ts[-1]
+
+    def mean(lo, hi):
+        xs = [r for t, r in zip(ts, total) if lo < t <= hi]
+        return statistics.fmean(xs) if xs else None
+
+    return {"mbps_alone": mean(ts[0] - 1e-9, arrive), "mbps_beside": mean(arrive, leave),
+            "mbps_after": mean(leave, end) if leave < end else None,
+            "settle_arrive_s": metrics.settle_time(ts, total, arrive, leave)[0],
+            "settle_leave_s": metrics.settle_time(ts, total, leave, end)[0] if leave < end else None}
 
 
 def appropriations(rows: list[dict], baseline: str | None) -> None:

@@ -19,18 +19,20 @@ before and after, and tear everything down.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import shutil
 import signal
 import sys
+import threading
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import braid, engine, manifest, metrics, results, traffic
+from . import braid, cluster, engine, manifest, metrics, results, traffic
 from .dumbbell import Dumbbell
 from .experiment import Cell, Experiment, Scenario, Variant, rate_bps, seconds_of
 from .measured import MeasuredCell
@@ -133,6 +135,49 @@ def at_omit(intervals: list[dict], omit: float) -> dict:
                                        for st in rec["streams"]}}
 
 
+class _Later:
+    """A tool started `delay` seconds from now on a thread of its own, so the cell's timeline
+    goes on. The thread lives as long as the tool: tools die with the thread that started them
+    (netns.popen), so it waits for the tool's end itself. Leaving the context first cancels a
+    tool not yet started and stops one that runs (a cell that failed leaves nothing behind)."""
+
+    def __init__(self, delay: float, start, limit: float):
+        self._stop = threading.Event()
+        self._running = None
+        self._out: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(delay, start, limit), daemon=True)
+
+    def _run(self, delay, start, limit):
+        if self._stop.wait(delay):
+            return
+        try:
+            self._running = start()
+            self._out = self._running.wait(limit)
+        except BaseException as e:  # handed to wait()
+            self._error = e
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive() and self._running is not None:
+            self._running.stop()
+        self._thread.join()
+
+    def wait(self, timeout: float) -> str:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RunError(f"the cross traffic that arrives mid-cell did not end within {timeout:.0f} s")
+        if self._error is not None:
+            raise RunError(f"the cross traffic that arrives mid-cell: {self._error}")
+        if self._out is None:
+            raise RunError("the cross traffic that arrives mid-cell never started")
+        return self._out
+
+
 def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Path, index: int) -> dict:
     sc = exp.scenarios[cell.scenario]
     nm = exp.methods[cell.method]
@@ -141,8 +186,12 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
     cross_time = warmup + omit + seconds + 1
     pairs = 2 if (sc.cross_kinds or sc.probe) else 1
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # Competitors that arrive and leave mid-cell: seconds after t0 (the method starts at warmup).
+    during = sc.tcp.get("during") if sc.tcp else None
+    if during:
+        arrive, leave = (warmup + omit + f * seconds for f in during)
     with Dumbbell(p.forward_spec(), p.reverse_spec(), pairs=pairs, access=p.access, mtu=p.mtu, tag=f"x{index}",
-                  run_dir=raw, seeds={"link": p.seed}) as bed:
+                  run_dir=raw, seeds={"link": p.seed}) as bed, contextlib.ExitStack() as later:
         _host_sysctls(bed, sc)
         snd, rcv = bed.senders[0], bed.receivers[0]
         (raw / "serve-root").mkdir()
@@ -160,8 +209,9 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                                                       period=udp.get("period", "10s"), seed=index + 1)
             if sc.tcp:
                 cross["tcp-server"] = traffic.iperf3_server(cr, TCP_PORT)
-                cross["tcp"] = traffic.iperf3_client(cs, cr.addr, cross_time, port=TCP_PORT,
-                                                     cc=sc.tcp.get("cc"), parallel=sc.tcp["flows"])
+                if not during:
+                    cross["tcp"] = traffic.iperf3_client(cs, cr.addr, cross_time, port=TCP_PORT,
+                                                         cc=sc.tcp.get("cc"), parallel=sc.tcp["flows"])
             if sc.poisson:
                 braid.start_sink(cr.ns, FLOWS_PORT)
                 pz = sc.poisson
@@ -169,6 +219,11 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                                                          mean_size=pz.get("mean_size", "100k"),
                                                          cc=pz.get("cc", "reno"), seed=index + 1)
         t0 = time.monotonic()
+        if during:
+            cs, cr = bed.senders[1], bed.receivers[1]
+            cross["tcp"] = later.enter_context(_Later(arrive, lambda: traffic.iperf3_client(
+                cs, cr.addr, round(leave - arrive), port=TCP_PORT, cc=sc.tcp.get("cc"), parallel=sc.tcp["flows"]),
+                limit=cross_time + 30))
         time.sleep(warmup)
         bench = traffic.start(snd, engine.bench_argv(rcv.addr, omit + seconds, token, nm.method), "bench")
         time.sleep(omit)
@@ -210,7 +265,12 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         out["at_omit"] = at_omit(report.intervals, omit)
     if "tcp" in outs:
         # iperf3's clock starts when its test does, a moment after the process: close enough at 1 s bins.
-        out["cross_tcp"] = _iperf_flows(outs["tcp"], outs.get("tcp-server"), *window)
+        # A delayed start moves iperf3's clock: its zero is the arrival.
+        shift = arrive if during else 0.0
+        out["cross_tcp"] = _iperf_flows(outs["tcp"], outs.get("tcp-server"), window[0] - shift, window[1] - shift)
+    if during:
+        # In the bench's clock, which starts with the method (warmup after t0).
+        out["changes"] = [round(arrive - warmup, 3), round(leave - warmup, 3)]
     if "sink" in outs:
         out["udp"] = _udp_window(outs["sink"], *window)
         if "min" in sc.udp:
@@ -228,7 +288,8 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
 
 
 def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, seed: int | None = None,
-        methods: list[str] | None = None, scenarios: list[str] | None = None, progress=print) -> Path:
+        methods: list[str] | None = None, scenarios: list[str] | None = None, progress=print,
+        cluster_address: str | None = None) -> Path:
     variant = exp.narrow(exp.variant(which, repeat), methods, scenarios)
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "run.json"
@@ -258,20 +319,44 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
                 "host": os.uname().nodename, "kernel": os.uname().release,
                 "git": manifest.git_revision(braid.ROOT), "plan": [[c.scenario, c.method, c.rep] for c in plan]}
         _write_json(meta_path, meta, indent=1)
-    preflight(exp, variant)
     cells_dir = out / "cells"
     cells_dir.mkdir(exist_ok=True)
     token = engine.token_file(out / "raw")
+    todo = [c for c in plan if not (cells_dir / f"{c.id}.json").exists()]
+
+    def keep(cell: Cell, data: dict, where: dict) -> None:
+        # Checked against the record results reads, before it is kept.
+        record = MeasuredCell.from_json({**data, "build": where["build"], "machine": where})
+        _write_json(cells_dir / f"{cell.id}.json", record.to_json())
+        progress("    " + results.one_line(record))
+        results.write_tables(exp, out)
+
+    if cluster_address:
+        _on_cluster(cluster_address, exp, variant, plan, todo, out, token, keep, progress)
+    else:
+        _embedded(exp, variant, plan, todo, out, token, keep, progress)
+    results.write_tables(exp, out)
+    missing = [c.id for c in plan if not (cells_dir / f"{c.id}.json").exists()]
+    if missing:
+        raise RunError(f"{len(missing)} cell(s) did not finish ({', '.join(missing[:5])}"
+                       f"{', ...' if len(missing) > 5 else ''}); their logs are in {out / 'raw'}; "
+                       f"run the same command again to retry them")
+    return out
+
+
+def _embedded(exp, variant, plan, todo, out, token, keep, progress) -> None:
+    """The cells one after another in this process, on this machine."""
+    preflight(exp, variant)
     installed_here = False
     needs_ours = any(cc and cc.startswith("braid_") for m in variant.methods
                      for cc in exp.methods[m].method.controls())
     if needs_ours and not braid.cc_status()["installed"]:
         braid.cc("install")
         installed_here = True
-    # A run continued days later may use another build: each cell names the one that measured it.
-    build = {"git": manifest.git_revision(braid.ROOT), "binary": manifest.file_digest(Path(braid.binary()))}
+    # A run continued days later may use another build: each cell names the machine and build
+    # that measured it.
+    here = cluster.machine()
     try:
-        todo = [c for c in plan if not (cells_dir / f"{c.id}.json").exists()]
         per_cell = variant.warmup + variant.seconds + variant.pause + 4
         for i, cell in enumerate(todo):
             left = (len(todo) - i) * per_cell
@@ -291,23 +376,33 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
                     progress(f"    attempt {attempt} failed: {e}")
             if data is None:
                 continue
-            # Checked against the record results reads, before it is kept.
-            record = MeasuredCell.from_json({**data, "build": build})
-            _write_json(cells_dir / f"{cell.id}.json", record.to_json())
-            progress("    " + results.one_line(record))
-            results.write_tables(exp, out)
+            keep(cell, data, here)
             if i + 1 < len(todo):
                 time.sleep(variant.pause)
     finally:
         if installed_here:
             braid.cc("uninstall")
-    results.write_tables(exp, out)
-    missing = [c.id for c in plan if not (cells_dir / f"{c.id}.json").exists()]
-    if missing:
-        raise RunError(f"{len(missing)} cell(s) failed twice ({', '.join(missing[:5])}"
-                       f"{', ...' if len(missing) > 5 else ''}); their logs are in {out / 'raw'}; "
-                       f"run the same command again to retry them")
-    return out
+
+
+def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress) -> None:
+    """The cells on a Dask cluster, one per machine at a time; results land here as they come."""
+    progress(f"{len(todo)} of {len(plan)} cells to measure on {address}")
+    done = [0]
+
+    def arrived(cell: Cell, result: dict) -> None:
+        done[0] += 1
+        progress(f"[{len(plan) - len(todo) + done[0]}/{len(plan)}] {cell.id}  "
+                 f"(measured on {result['machine']['host']})")
+        raw = out / "raw" / cell.id
+        if raw.exists():
+            shutil.rmtree(raw)
+        cluster.write_raw(raw, result["raw"])
+        keep(cell, result["data"], result["machine"])
+
+    try:
+        cluster.run_cells(address, exp, variant, todo, plan.index, token.read_text(), arrived, progress)
+    except OSError as e:
+        raise RunError(f"the cluster at {address}: {e}") from e
 
 
 def default_out(exp: Experiment, which: str) -> Path:
@@ -341,7 +436,7 @@ def main(args) -> int:
         exp = load(args.experiment)
         out = Path(args.out) if args.out else default_out(exp, which)
         run(exp, which, out, repeat=args.repeat, seed=args.seed, methods=_patterns(args.methods),
-            scenarios=_patterns(args.scenarios))
+            scenarios=_patterns(args.scenarios), cluster_address=args.cluster)
     except (ExperimentError, RunError) as e:
         print(f"braidlab run: {e}", file=sys.stderr)
         return 2

@@ -174,6 +174,29 @@ def test_adaptive_quick(controls, record, tmp_path):
     assert rep.controls == ["braid_tcpp"] * 9
 
 
+def test_auto_gives_way_when_reno_flows_arrive_and_takes_the_path_back_when_they_leave(controls, record, tmp_path):
+    from braidlab.braid import ROOT
+
+    # The adaptive experiment's tcp-arrive scenario, measured for 36 s: 5 Reno flows from 12 s to 24 s.
+    text = (ROOT / "experiments" / "adaptive.toml").read_text()
+    quick = text[text.index("[quick]"):text.index("[full]")]
+    exp = tmp_path / "adaptive.toml"
+    exp.write_text(text.replace(quick, '[quick]\nseconds = 36\nomit = 5\nwarmup = 1\npause = 0\nrepeat = 1\n'
+                                       'methods = ["auto-9"]\nscenarios = ["tcp-arrive"]\n\n'))
+    out = tmp_path / "arrive"
+    _run(["run", str(exp), "--quick", "--out", str(out)], timeout=300)
+    (r,) = _table(out)
+    record(**{k: round(r[k], 2) for k in ("mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s",
+                                           "settle_leave_s", "cross_mbps")})
+    # Alone on the path it fills it; when five Reno flows arrive it gives way, and when they leave
+    # it takes the path back. How far it gives way in 12 s is recorded, not asserted: the strength
+    # drops at once, but the group's windows shrink only by its loss events (Eq. 9), one every few
+    # seconds on this path (README, "--mode auto").
+    assert r["mbps_alone"] > 80
+    assert r["mbps_beside"] < 0.75 * r["mbps_alone"] and r["mbps_after"] > 1.2 * r["mbps_beside"]
+    assert r["settle_arrive_s"] is not None and r["settle_leave_s"] is not None
+
+
 def test_a_bad_experiment_is_refused_before_anything_is_built(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "bad"\n[[scenario]]\nname = "a"\n[[method]]\nname = "x"\nmode = "turbo"\n'

@@ -31,6 +31,9 @@ pub enum ModeArg {
     /// N braid_tcpp streams whose strength braid steers while it sends: up to N flows'
     /// worth while the path shows no queue, --fair-share flows' worth while others share it.
     Auto,
+    /// Streams of --cc whose number braid searches for as Falcon does (a gradient over n of
+    /// throughput / 1.02^n - 10 x throughput x loss), from 1 up to N; a baseline for auto.
+    Falcon,
 }
 
 #[derive(Args, Clone)]
@@ -274,6 +277,17 @@ pub(crate) fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
     }
 }
 
+/// Falcon's search adds and removes streams, and only the end that dials them can.
+fn only_where_the_client_sends(s: &SessionArgs, what: &str) -> Result<()> {
+    if matches!(s.mode, ModeArg::Falcon) {
+        return Err(Error::Usage(format!(
+            "--mode falcon searches over the streams the client dials while it sends: use it \
+             with send or bench, not {what}"
+        )));
+    }
+    Ok(())
+}
+
 fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
     let mode = match s.mode {
         ModeArg::Single => Mode::Single,
@@ -281,6 +295,7 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
         ModeArg::Combined => Mode::Combined,
         ModeArg::Tcpp => Mode::Tcpp,
         ModeArg::Auto => Mode::Auto,
+        ModeArg::Falcon => Mode::Falcon,
     };
     if !(s.virtual_rtt.is_finite() && (1.0..=1000.0).contains(&s.virtual_rtt)) {
         return Err(Error::Usage(format!(
@@ -472,6 +487,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     }
     p.duration_ms = (a.time * 1000.0).round().max(1.0) as u32;
     if a.reverse {
+        only_where_the_client_sends(&a.s, "bench --reverse")?;
         p.flags |= FLAG_REVERSE;
     }
     let cfg = config(&a.s, remote.addr, p)?;
@@ -521,6 +537,7 @@ pub fn get(a: GetArgs) -> Result<()> {
         first.get_or_insert(remote);
     }
     let remote = first.expect("at least one remote");
+    only_where_the_client_sends(&a.s, "get")?;
     let mut p = params(&a.s, Kind::Get)?;
     if a.resume {
         p.flags |= FLAG_RESUME;

@@ -128,6 +128,19 @@ impl Outcome {
     }
 }
 
+/// A flow as a steer sees it on a tick (what TCP_INFO would say).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowView {
+    pub active: bool,
+    /// A member of a TCP-P group (the flows a steer drives).
+    pub tcpp: bool,
+    pub srtt_ns: u64,
+    /// The smallest smoothed RTT it has seen.
+    pub min_srtt_ns: u64,
+    /// Payload packets that reached the receiver.
+    pub delivered: u64,
+}
+
 /// A bottleneck (braid-link's configuration, one way) and the reverse
 /// path's delay.
 pub struct Run {
@@ -170,7 +183,21 @@ impl Run {
 
     /// Runs until `end_ns` and reports what each flow moved from
     /// `from_ns` on (the warm-up before it is left out).
-    pub fn measure(mut self, from_ns: u64, end_ns: u64) -> Outcome {
+    pub fn measure(self, from_ns: u64, end_ns: u64) -> Outcome {
+        self.measure_steered(from_ns, end_ns, u64::MAX, &mut |_, _| None)
+    }
+
+    /// As [`Run::measure`], and every `every_ns` asks `steer` what it makes
+    /// of the flows; a strength it returns (k x 1000) becomes every TCP-P
+    /// flow's at once, as braid's sender sets it on live sockets.
+    pub fn measure_steered(
+        mut self,
+        from_ns: u64,
+        end_ns: u64,
+        every_ns: u64,
+        steer: &mut dyn FnMut(u64, &[FlowView]) -> Option<u32>,
+    ) -> Outcome {
+        let mut tick = every_ns;
         let mut acks: VecDeque<(u64, Pkt)> = VecDeque::new();
         let mut at_from: Option<Vec<(u64, u64)>> = None;
         let mut now = 0u64;
@@ -199,10 +226,19 @@ impl Run {
             for i in 0..self.senders.len() {
                 dropped += self.send(i, now);
             }
+            if now >= tick {
+                tick = tick.saturating_add(every_ns);
+                if let Some(k) = steer(now, &self.views()) {
+                    for s in self.senders.iter_mut().filter(|s| s.spec.group.is_some()) {
+                        s.spec.k_milli = k;
+                    }
+                }
+            }
             let next = [
                 self.link.next_wakeup(),
                 acks.front().map(|(at, _)| *at),
                 self.next_timer(now),
+                (tick < u64::MAX).then_some(tick),
             ]
             .into_iter()
             .flatten()
@@ -229,6 +265,19 @@ impl Run {
                 .collect(),
             dropped,
         }
+    }
+
+    fn views(&self) -> Vec<FlowView> {
+        self.senders
+            .iter()
+            .map(|s| FlowView {
+                active: s.active,
+                tcpp: s.spec.group.is_some(),
+                srtt_ns: s.srtt_ns,
+                min_srtt_ns: s.min_srtt_ns,
+                delivered: s.delivered,
+            })
+            .collect()
     }
 
     fn start(&mut self, now: u64) {

@@ -156,6 +156,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 2 => Mode::Combined,
                 3 => Mode::Tcpp,
                 4 => Mode::Auto,
+                5 => Mode::Falcon,
                 v => {
                     return Err(DecodeError::Value {
                         what: "open: mode",
@@ -519,7 +520,7 @@ mod tests {
         let nonce = any::<[u8; 16]>();
         let mac = any::<[u8; 32]>();
         let params = (
-            (0u8..3, 0u8..5, any::<u16>(), "[a-z_]{0,16}"),
+            (0u8..3, 0u8..6, any::<u16>(), "[a-z_]{0,16}"),
             (
                 any::<u16>(),
                 any::<u32>(),
@@ -541,6 +542,7 @@ mod tests {
                         Mode::Combined,
                         Mode::Tcpp,
                         Mode::Auto,
+                        Mode::Falcon,
                     ][m as usize],
                     streams,
                     cc,

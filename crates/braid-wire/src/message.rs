@@ -28,6 +28,9 @@ pub enum Mode {
     /// up while the path shows no queue, down to `strength_milli`/1000 (the
     /// fair share) while it does.
     Auto = 4,
+    /// Parallel streams of `cc` whose number the sending end searches for
+    /// (Falcon's gradient over n), from 1 up to `streams`.
+    Falcon = 5,
 }
 
 /// What the client asks for.

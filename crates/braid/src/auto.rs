@@ -20,7 +20,7 @@ use std::time::Duration;
 use braid_cc::{SocketSettings, Strength};
 
 use crate::plan::StreamControl;
-use crate::proto::steer::{Steer, Steering, StreamView};
+use crate::proto::steer::{Steer, SteerState, Steering, StreamView};
 
 /// The queueing delay the group aims under: a few milliseconds, or a tenth of
 /// the base RTT on a long path (where the kernel's RTT samples are coarser).
@@ -88,8 +88,12 @@ impl Steer for Auto {
         Duration::from_micros((2 * base).clamp(100_000, 1_000_000))
     }
 
-    fn state(&self) -> Option<(f64, u32)> {
-        Some((self.k, self.queue_us))
+    fn state(&self) -> Option<SteerState> {
+        Some(SteerState {
+            strength: Some(self.k),
+            queue_us: Some(self.queue_us),
+            utility: None,
+        })
     }
 
     fn tick(&mut self, _: Duration, streams: &[StreamView]) -> Vec<Steering> {

@@ -3,6 +3,7 @@
 
 use std::io::ErrorKind;
 use std::net::Shutdown;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,10 @@ use crate::session::unexpected;
 use crate::telemetry::Telemetry;
 
 const CHUNK: usize = 128 * 1024;
+/// After the sender's close, how long the last bytes of its streams may take to arrive.
+const TAIL: Duration = Duration::from_secs(5);
+/// How often a receiving end waiting for its streams looks for the sender's close.
+const LOOK: Duration = Duration::from_millis(100);
 /// How long a blocked socket call waits before looking for a Ctrl-C again.
 const POLL: Duration = Duration::from_millis(200);
 
@@ -37,13 +42,15 @@ pub fn send(
     tel: &Arc<Telemetry>,
     pacer: Option<&Pacer>,
     cancel: &Cancel,
+    keep: &(dyn Fn() -> bool + Sync),
 ) -> u64 {
     tel.set_socket(stream, conn.stream());
     let _ = conn.stream().set_write_timeout(Some(POLL));
     let Conn { r: _r, mut w } = conn;
     let buf = vec![0u8; CHUNK];
     let mut n = 0;
-    'run: while Instant::now() < deadline {
+    // `keep` turns false when a steer lets this stream go: it ends as at the deadline.
+    'run: while Instant::now() < deadline && keep() {
         if let Some(p) = pacer {
             p.wait(CHUNK);
         }
@@ -94,8 +101,9 @@ pub fn receive(stream: usize, conn: Conn, tel: &Arc<Telemetry>, cancel: &Cancel)
     n
 }
 
-/// The sending end's close: once its `n` streams are done (or `wait` has
-/// passed), it tells its count and returns the receiver's.
+/// The sending end's close: once its streams are done (at least `n`, and
+/// every one that joined; or `wait` has passed), it tells its count and
+/// returns the receiver's.
 pub fn close_sending(
     ctrl: &mut Conn,
     life: &Life,
@@ -103,7 +111,8 @@ pub fn close_sending(
     wait: Duration,
     tel: &Telemetry,
 ) -> Result<u64> {
-    life.finished.wait(n, &life.abort, wait);
+    let want = || n.max(life.started.load(Ordering::SeqCst));
+    life.finished.wait(want, &life.abort, wait);
     ctrl.send(&Message::Close { bytes: tel.total() })?;
     match answer(ctrl, life)? {
         Message::Close { bytes } => Ok(bytes),
@@ -127,17 +136,30 @@ fn answer(ctrl: &mut Conn, life: &Life) -> Result<Message> {
 }
 
 /// The receiving end's close: its streams end when the sender closes them
-/// (or `wait` passes, or a Ctrl-C here closes them), then the sender's count
-/// is read and this end answers with what it got.
+/// (or a Ctrl-C here closes them), or the sender's count arrives first (only
+/// the sender knows how many streams joined); this end then waits for every
+/// stream to see the end of its data and answers with what it got.
 pub fn close_receiving(
     ctrl: &mut Conn,
     life: &Life,
-    n: usize,
     wait: Duration,
     tel: &Telemetry,
 ) -> Result<u64> {
-    life.finished.wait(n, &life.abort, wait);
-    let sent = match answer(ctrl, life)? {
+    let end = Instant::now() + wait;
+    loop {
+        let started = life.started.load(Ordering::SeqCst);
+        if life.abort.is_set()
+            || (started > 0 && life.finished.count() >= started)
+            || Instant::now() >= end
+            || ctrl.r.wait_readable(LOOK)
+        {
+            break;
+        }
+    }
+    let said = answer(ctrl, life);
+    let want = || life.started.load(Ordering::SeqCst);
+    life.finished.wait(want, &life.abort, TAIL);
+    let sent = match said? {
         Message::Close { bytes } => bytes,
         m => return Err(unexpected("the end of the bench", &m)),
     };

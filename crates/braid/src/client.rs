@@ -17,6 +17,7 @@ use crate::cancel::Cancel;
 use crate::conn::Conn;
 use crate::engine::{self, Hooks, Life, Notes, SteerHook, StreamEnd};
 use crate::error::{Error, Result};
+use crate::falcon::Falcon;
 use crate::manifest;
 use crate::pacer::Pacer;
 use crate::plan::{self, mode_name, StreamControl};
@@ -27,7 +28,7 @@ use crate::send::SendShared;
 use crate::session::{self, ManifestLimits, SocketOptions, Token};
 use crate::telemetry::{Output, Summary, Telemetry};
 use braid_wire::SessionParams;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Everything a client session needs.
 #[derive(Clone)]
@@ -167,25 +168,32 @@ fn dialer<'a>(
     }
 }
 
-/// `--mode auto`'s steer, unless the caller brought its own.
-fn own_steer(cfg: &Config, session: u64) -> Option<Auto> {
-    (cfg.steer.is_none() && cfg.params.mode == Mode::Auto).then(|| {
-        Auto::new(
+/// The steer of `--mode auto` or `--mode falcon`, unless the caller brought its own.
+fn own_steer(cfg: &Config, session: u64) -> Option<Box<dyn Steer>> {
+    let p = &cfg.params;
+    match p.mode {
+        _ if cfg.steer.is_some() => None,
+        Mode::Auto => Some(Box::new(Auto::new(
             session,
-            cfg.params.streams as usize,
-            Strength::from_milli(cfg.params.strength_milli).unwrap_or(Strength::ONE),
-        )
-    })
+            p.streams as usize,
+            Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE),
+        ))),
+        Mode::Falcon => Some(Box::new(Falcon::new(
+            plan::initial_streams(p),
+            p.streams as usize,
+        ))),
+        _ => None,
+    }
 }
 
 /// The session's steer: the caller's, or its own.
 fn steer_of<'a>(
     guard: &'a mut Option<std::sync::MutexGuard<'_, dyn Steer + 'static>>,
-    auto: &'a mut Option<Auto>,
-) -> Option<&'a mut dyn Steer> {
+    own: &'a mut Option<Box<dyn Steer>>,
+) -> Option<&'a mut (dyn Steer + 'static)> {
     match guard {
         Some(g) => Some(&mut **g),
-        None => auto.as_mut().map(|a| a as &mut dyn Steer),
+        None => own.as_deref_mut(),
     }
 }
 
@@ -196,7 +204,13 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Bench)))?;
     let session = accepted(&mut o.ctrl)?;
     let reverse = cfg.params.flags & FLAG_REVERSE != 0;
-    let n = cfg.params.streams as usize;
+    // A receiving client dials what it asked for; a sending one may start with
+    // fewer and let its steer add and remove streams.
+    let n = if reverse {
+        cfg.params.streams as usize
+    } else {
+        plan::initial_streams(&cfg.params)
+    };
     let sending = if reverse {
         None
     } else {
@@ -210,48 +224,66 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let deadline = Instant::now() + duration;
     let pacer = cfg.limit_bps.map(Pacer::new);
     let dial = dialer(cfg, o.addr, o.key, session, sending.as_ref());
+    // Streams below `active` send; each one's flag says whether its thread still runs.
+    let active = AtomicUsize::new(n);
+    let running: Vec<AtomicBool> = (0..plan::MAX_STREAMS as usize)
+        .map(|i| AtomicBool::new(i < n))
+        .collect();
     let send_work = |i: usize, conn: Conn| {
-        bench::send(i, conn, deadline, &tel, pacer.as_ref(), &cfg.cancel);
+        let keep = || i < active.load(Ordering::SeqCst);
+        bench::send(i, conn, deadline, &tel, pacer.as_ref(), &cfg.cancel, &keep);
+        running[i].store(false, Ordering::SeqCst);
         StreamEnd::Finished
     };
     let recv_work = |i: usize, conn: Conn| {
         bench::receive(i, conn, &tel, &cfg.cancel);
         StreamEnd::Finished
     };
-    let mut auto = own_steer(cfg, session);
+    let mut own = own_steer(cfg, session);
     let mut guard = cfg.steer.as_ref().map(|s| s.lock().unwrap());
-    let steer = steer_of(&mut guard, &mut auto).filter(|_| !reverse);
+    let steer = steer_of(&mut guard, &mut own).filter(|_| !reverse);
     let apply = |i: usize, c: &StreamControl| match &sending {
         Some(sending) => sending.apply(&tel, i, c),
         None => Ok(()),
     };
+    let wanted = |i: usize| i < active.load(Ordering::SeqCst);
     let (stop_steer, steer_stop) = std::sync::mpsc::channel::<()>();
     let peer = thread::scope(|s| -> Result<u64> {
         let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) =
             if reverse { &recv_work } else { &send_work };
         streams.dial(s, &dial, work);
+        let (streams, dial, active, running) = (&streams, &dial, &active, &running);
+        let set_streams = move |k: usize| {
+            if Instant::now() >= deadline {
+                return;
+            }
+            let k = k.clamp(1, running.len());
+            active.store(k, Ordering::SeqCst);
+            for (i, r) in running.iter().enumerate().take(k) {
+                if !r.swap(true, Ordering::SeqCst) {
+                    streams.dial_one(s, i, dial, work);
+                }
+            }
+        };
         if let Some(steer) = steer {
-            let (tel, apply) = (&tel, &apply);
             let notes = notes(cfg.output);
-            s.spawn(move || engine::steer_bench(&steer_stop, steer, tel, apply, notes));
+            let (tel, apply, wanted) = (&tel, &apply, &wanted);
+            s.spawn(move || {
+                let hook = engine::BenchSteer {
+                    tel,
+                    wanted,
+                    apply,
+                    streams: Some(&set_streams),
+                };
+                engine::steer_bench(&steer_stop, steer, &hook, notes)
+            });
         }
         let _stop_steer = stop_steer;
+        let wait = duration + Duration::from_secs(30);
         let r = if reverse {
-            bench::close_receiving(
-                &mut o.ctrl,
-                &life,
-                n,
-                duration + Duration::from_secs(30),
-                &tel,
-            )
+            bench::close_receiving(&mut o.ctrl, &life, wait, &tel)
         } else {
-            bench::close_sending(
-                &mut o.ctrl,
-                &life,
-                n,
-                duration + Duration::from_secs(30),
-                &tel,
-            )
+            bench::close_sending(&mut o.ctrl, &life, n, wait, &tel)
         };
         life.end(r, &tel)
     });
@@ -297,7 +329,7 @@ fn run_sender(
     sending: Option<&Sending>,
     kind: &'static str,
 ) -> Result<Summary> {
-    let n = cfg.params.streams as usize;
+    let n = plan::initial_streams(&cfg.params);
     let tel = Telemetry::new(n, cfg.output);
     let (tx, rx) = engine::events();
     let shared = SendShared::new(
@@ -316,26 +348,20 @@ fn run_sender(
     let dial = dialer(cfg, addr, key, session, sending);
     let work = engine::send_work(&shared);
     // A steer's new control reaches the stream's live socket, and its later ones.
-    let apply = |i: usize, c: &StreamControl| -> Result<()> {
-        let Some(sending) = sending else {
-            return Ok(());
-        };
-        sending.set(i, c);
-        shared
-            .tel
-            .with_socket(i, |sock| {
-                session::apply_control(sock, c, sending.maps.as_ref())
-            })
-            .unwrap_or(Ok(()))
+    let apply = |i: usize, c: &StreamControl| match sending {
+        Some(sending) => sending.apply(&shared.tel, i, c),
+        None => Ok(()),
     };
-    let mut steer = cfg.steer.as_ref().map(|s| s.lock().unwrap());
+    let mut own = own_steer(cfg, session);
+    let mut guard = cfg.steer.as_ref().map(|s| s.lock().unwrap());
+    let steer = steer_of(&mut guard, &mut own);
     let r = thread::scope(|s| {
         streams.dial(s, &dial, &work);
         let open = |i: usize| streams.dial_one(s, i, &dial, &work);
         let hooks = Hooks {
             open: Some(&open),
-            steer: steer.as_mut().map(|g| SteerHook {
-                steer: &mut **g,
+            steer: steer.map(|steer| SteerHook {
+                steer,
                 apply: &apply,
             }),
         };

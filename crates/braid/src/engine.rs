@@ -79,16 +79,21 @@ pub struct Finished {
 }
 
 impl Finished {
+    pub fn count(&self) -> usize {
+        *self.n.lock().unwrap()
+    }
+
     fn one(&self) {
         *self.n.lock().unwrap() += 1;
         self.cv.notify_all();
     }
 
-    /// Waits until `n` streams finished, the session aborted, or `timeout` passed.
-    pub fn wait(&self, n: usize, abort: &Abort, timeout: Duration) -> bool {
+    /// Waits until `want()` streams finished (it may grow while streams join),
+    /// the session aborted, or `timeout` passed.
+    pub fn wait(&self, want: impl Fn() -> usize, abort: &Abort, timeout: Duration) -> bool {
         let end = Instant::now() + timeout;
         let mut got = self.n.lock().unwrap();
-        while *got < n {
+        while *got < want() {
             if abort.is_set() || Instant::now() >= end {
                 return false;
             }
@@ -108,6 +113,9 @@ pub struct Life {
     pub done: AtomicBool,
     pub finished: Finished,
     pub reconnects: AtomicUsize,
+    /// Streams under way that will count in `finished` when they end: the client's
+    /// dialling threads, the server's accepted connections (a lost one does not count).
+    pub started: AtomicUsize,
     /// The caller's signal: firing it stops this session (and says so to the peer).
     pub user: Cancel,
     _linked: WakeGuard,
@@ -123,6 +131,7 @@ impl Life {
             done: AtomicBool::new(false),
             finished: Finished::default(),
             reconnects: AtomicUsize::new(0),
+            started: AtomicUsize::new(0),
             user: user.clone(),
         }
     }
@@ -150,6 +159,7 @@ impl Life {
             done: &self.done,
             finished: &self.finished,
             reconnects: &self.reconnects,
+            started: &self.started,
             notes,
         }
     }
@@ -187,6 +197,7 @@ pub struct Streams<'a> {
     pub done: &'a AtomicBool,
     pub finished: &'a Finished,
     pub reconnects: &'a AtomicUsize,
+    pub started: &'a AtomicUsize,
     pub notes: Notes,
 }
 
@@ -212,6 +223,7 @@ impl Streams<'_> {
         dial: &'e (dyn Fn(usize) -> Result<Conn> + Sync),
         work: &'e (dyn Fn(usize, Conn) -> StreamEnd + Sync),
     ) {
+        self.started.fetch_add(1, Ordering::SeqCst);
         scope.spawn(move || {
             let mut failures = 0;
             while !self.abort.is_set() && !self.done.load(Ordering::SeqCst) {
@@ -284,10 +296,12 @@ impl Streams<'_> {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                 }
                 seen[i] = true;
+                self.started.fetch_add(1, Ordering::SeqCst);
                 scope.spawn(move || match work(i, conn) {
                     StreamEnd::Finished => self.finished.one(),
                     StreamEnd::Fatal(e) => self.abort.fail(e),
                     StreamEnd::Lost(why) => {
+                        self.started.fetch_sub(1, Ordering::SeqCst);
                         if !self.done.load(Ordering::SeqCst) {
                             self.notes.say(
                                 "stream_lost",
@@ -501,12 +515,14 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
 
 /// A `steer` record on the JSON output, when the steer has a state to tell.
 fn report_steer(steer: &dyn Steer, elapsed: Duration, streams: usize, notes: Notes) {
-    if let (Notes::Json, Some((strength, queue_us))) = (notes, steer.state()) {
+    use crate::telemetry::round3;
+    if let (Notes::Json, Some(st)) = (notes, steer.state()) {
         crate::records::print(&crate::records::Steered {
-            t: crate::telemetry::round3(elapsed.as_secs_f64()),
-            strength: crate::telemetry::round3(strength),
-            queue_ms: crate::telemetry::round3(queue_us as f64 / 1000.0),
+            t: round3(elapsed.as_secs_f64()),
             streams,
+            strength: st.strength.map(round3),
+            queue_ms: st.queue_us.map(|q| round3(q as f64 / 1000.0)),
+            utility: st.utility.map(round3),
         });
     }
 }
@@ -526,29 +542,42 @@ fn views(tel: &Telemetry, wanted: impl Fn(usize) -> bool) -> Vec<StreamView> {
 }
 
 /// Steers a bench's sending streams until `stop` says the bench is over
-/// (or its sender is dropped). A bench's streams neither join nor leave:
-/// only their controls change.
-pub fn steer_bench(
-    stop: &Receiver<()>,
-    steer: &mut dyn Steer,
-    tel: &Telemetry,
-    apply: &(dyn Fn(usize, &StreamControl) -> Result<()> + Sync),
-    notes: Notes,
-) {
+/// (or its sender is dropped).
+pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer, notes: Notes) {
     let start = Instant::now();
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(steer.interval()) {
-        let views = views(tel, |_| true);
+        let views = views(hook.tel, hook.wanted);
         let asked = steer.tick(start.elapsed(), &views);
         for s in &asked {
-            if let Steering::Control(i, c) = s {
+            match s {
                 // A stream that ended meanwhile has nothing to change.
-                let _ = apply(*i, c);
+                Steering::Control(i, c) => {
+                    let _ = (hook.apply)(*i, c);
+                }
+                Steering::Streams(n) => {
+                    if let Some(set) = hook.streams {
+                        set(*n)
+                    }
+                }
             }
         }
         if !asked.is_empty() {
-            report_steer(steer, start.elapsed(), views.len(), notes);
+            // Counted after the steering, so the record says what the steer chose.
+            let carrying = (0..crate::plan::MAX_STREAMS as usize)
+                .filter(|i| (hook.wanted)(*i))
+                .count();
+            report_steer(steer, start.elapsed(), carrying, notes);
         }
     }
+}
+
+/// What a bench's steer may do: see its streams, change a live socket's control, and (where
+/// this end dials) set how many streams send.
+pub struct BenchSteer<'a> {
+    pub tel: &'a Telemetry,
+    pub wanted: &'a (dyn Fn(usize) -> bool + Sync),
+    pub apply: &'a (dyn Fn(usize, &StreamControl) -> Result<()> + Sync),
+    pub streams: Option<&'a (dyn Fn(usize) + Sync)>,
 }
 
 /// The receiving end's driver: checks each file the sender announces and

@@ -15,6 +15,7 @@ pub mod client;
 pub mod conn;
 pub mod engine;
 pub mod error;
+pub mod falcon;
 pub mod manifest;
 pub mod model;
 pub mod pacer;

@@ -24,6 +24,7 @@ pub fn mode_name(p: &SessionParams) -> String {
         Mode::Combined => format!("combined-{}", p.streams),
         Mode::Tcpp => format!("tcpp-{}", p.streams),
         Mode::Auto => format!("auto-{}", p.streams),
+        Mode::Falcon => format!("falcon-{}", p.streams),
     }
 }
 
@@ -69,6 +70,15 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
     }
 }
 
+/// The streams a session starts with: a Falcon search starts at one and
+/// grows; every other mode starts with all it asked for.
+pub fn initial_streams(p: &SessionParams) -> usize {
+    match p.mode {
+        Mode::Falcon => 1,
+        _ => p.streams as usize,
+    }
+}
+
 /// Every stream's control for a session whose TCP-P group is `group`.
 pub fn stream_controls(p: &SessionParams, group: u64) -> Vec<StreamControl> {
     let named = |cc: &str, settings| StreamControl {
@@ -77,11 +87,11 @@ pub fn stream_controls(p: &SessionParams, group: u64) -> Vec<StreamControl> {
     };
     (0..p.streams)
         .map(|i| match p.mode {
-            Mode::Single | Mode::Parallel if p.cc.is_empty() => StreamControl {
+            Mode::Single | Mode::Parallel | Mode::Falcon if p.cc.is_empty() => StreamControl {
                 cc: None,
                 settings: SocketSettings::default(),
             },
-            Mode::Single | Mode::Parallel => named(&p.cc, SocketSettings::default()),
+            Mode::Single | Mode::Parallel | Mode::Falcon => named(&p.cc, SocketSettings::default()),
             // Hacker 2004: stream 0 is an ordinary Reno flow, the others grow
             // as if their RTT were m times longer.
             Mode::Combined if i == 0 => named("reno", SocketSettings::default()),

@@ -100,17 +100,19 @@ pub struct Event {
     pub reason: String,
 }
 
-/// A steer's state each time it changes the streams (`--mode auto`).
+/// A steer's state each time it changes the streams (`--mode auto`, `--mode falcon`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Steered {
     /// Seconds since the session's streams started.
     pub t: f64,
-    /// The TCP-P group's strength k now.
-    pub strength: f64,
-    /// The queueing delay it answered: median sRTT above the smallest RTT seen.
-    pub queue_ms: f64,
     /// Streams carrying data.
     pub streams: usize,
+    /// Auto: the TCP-P group's strength k now.
+    pub strength: Option<f64>,
+    /// Auto: the queueing delay it answered (median sRTT above the smallest RTT seen).
+    pub queue_ms: Option<f64>,
+    /// Falcon: the utility of the probe that just ended.
+    pub utility: Option<f64>,
 }
 
 /// `braid traffic udp`'s account of what it sent.
@@ -357,9 +359,10 @@ mod tests {
             }),
             line(&Steered {
                 t: 2.5,
-                strength: 3.25,
-                queue_ms: 1.5,
                 streams: 8,
+                strength: Some(3.25),
+                queue_ms: Some(1.5),
+                utility: None,
             }),
             line(&Summary {
                 kind: "send",

@@ -492,7 +492,7 @@ fn run_session(
                         return StreamEnd::Fatal(e);
                     }
                     let deadline = *start.get_or_init(|| Instant::now() + duration);
-                    bench::send(i, c, deadline, &tel, pacer.as_ref(), &life.user);
+                    bench::send(i, c, deadline, &tel, pacer.as_ref(), &life.user, &|| true);
                 } else {
                     bench::receive(i, c, &tel, &life.user);
                 }
@@ -503,25 +503,22 @@ fn run_session(
                 streams.accept(s, rx, &work);
                 if let Some(auto) = auto.as_mut() {
                     let (tel, apply) = (&tel, &apply);
-                    s.spawn(move || engine::steer_bench(&steer_stop, auto, tel, apply, Notes::Off));
+                    s.spawn(move || {
+                        let hook = engine::BenchSteer {
+                            tel,
+                            wanted: &|_| true,
+                            apply,
+                            streams: None,
+                        };
+                        engine::steer_bench(&steer_stop, auto, &hook, Notes::Off)
+                    });
                 }
                 let _stop_steer = stop_steer;
+                let wait = duration + Duration::from_secs(30);
                 let r = if sending {
-                    bench::close_sending(
-                        &mut conn,
-                        &life,
-                        n,
-                        duration + Duration::from_secs(30),
-                        &tel,
-                    )
+                    bench::close_sending(&mut conn, &life, n, wait, &tel)
                 } else {
-                    bench::close_receiving(
-                        &mut conn,
-                        &life,
-                        n,
-                        duration + Duration::from_secs(30),
-                        &tel,
-                    )
+                    bench::close_receiving(&mut conn, &life, wait, &tel)
                 };
                 life.end(r, &tel)
             })?

@@ -15,6 +15,9 @@ def test_methods_say_which_control_each_stream_gets():
     # Auto is a TCP-P group whose strength the sender steers; its floor is the fair share.
     assert Method("auto", 3).controls() == ["braid_tcpp"] * 3
     assert Method("auto", 9, strength=2).argv() == ["--mode", "auto", "-n", "9", "--fair-share", "2"]
+    # Falcon searches 1..N streams of its control: any count up to N is its.
+    falcon = Method("falcon", 16, cc="cubic")
+    assert falcon.matches(["cubic"] * 5) and not falcon.matches(["cubic"] * 17) and not falcon.matches(["reno"])
 
 
 def _vector(ty: str) -> dict:

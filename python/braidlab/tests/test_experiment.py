@@ -100,6 +100,8 @@ def test_path_specs_in_braid_link_words():
     (('name = "{cc}-{streams}"', 'name = "{cc}-{n}"'), "names 'n'"),
     (('streams = [2, 4]', 'streams = [2, 400]'), "streams 400"),
     (('flows = 2', 'flows = 0'), "flows must be"),
+    (('flows = 2', 'flows = 2, during = [0.7, 0.3]'), "during must be [arrive, leave]"),
+    (('flows = 2', 'flows = 2, during = [0.3]'), "during must be [arrive, leave]"),
     (('baseline = "single"', 'baseline = "none"'), "baseline 'none'"),
     (('[[scenario]]\nname = "a"', '[[scenario]]\nname = "a"\nspeed = 1'), "unknown key(s) speed"),
     (('path = { mtu = 3000, loss = 0.001 }', 'path = { mtu = 100 }'), "path.mtu 100"),

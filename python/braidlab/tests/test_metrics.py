@@ -126,3 +126,29 @@ def test_the_models_agree_with_the_engines_vectors():
         else:
             assert metrics.knee_streams(c["one_stream_bps"], c["rate_bps"]) == c["streams"]
     assert seen == {"mathis", "padhye", "knee"}
+
+
+def test_settle_time_is_where_the_rolling_mean_stays_within_ten_percent():
+    ts = [float(t) for t in range(1, 31)]
+    # 100 until 10 s, then a 5 s ramp down to 20, flat after.
+    rates = [100.0 if t <= 10 else max(20.0, 100.0 - 16 * (t - 10)) for t in ts]
+    took, settled = metrics.settle_time(ts, rates, 10.0, 30.0, window=3.0)
+    assert settled == 20.0
+    # Points 16, 17, 18 are flat: the 3 s mean is 20 from t = 17 (15 s has 20 too: max(20, 20)).
+    assert took == 7.0
+    # Flat from the start: settled at the first point.
+    assert metrics.settle_time(ts, [50.0] * 30, 10.0, 30.0) == (1.0, 50.0)
+    # A rate that keeps swinging by half never settles; too short a phase cannot tell.
+    swing = [100.0 if int(t) % 2 else 50.0 for t in ts]
+    assert metrics.settle_time(ts, swing, 0.0, 30.0, window=1.0)[0] == math.inf
+    assert metrics.settle_time(ts, rates, 28.0, 30.0) == (None, None)
+
+
+def test_binned_jain_sees_unfairness_the_totals_hide():
+    ts = [1.0, 2.0, 3.0, 4.0]
+    # Two streams that take turns: equal totals, one stream per bin.
+    a, b = [10.0, 0.0, 10.0, 0.0], [0.0, 10.0, 0.0, 10.0]
+    assert metrics.jain([sum(a), sum(b)]) == 1.0
+    assert metrics.binned_jain(ts, [a, b]) == pytest.approx(0.5)
+    assert metrics.binned_jain(ts, [[5.0] * 4, [5.0] * 4]) == 1.0
+    assert metrics.binned_jain(ts, [a]) is None

@@ -168,3 +168,26 @@ def test_two_patterns_are_compared_where_both_were_measured():
     # A pattern against one method, or of another shape, keeps the mean of everything it matches.
     assert "2.03" in claims.check({**claim, "b": "stcp-10", "margin": 0}, rows).detail
     assert "both over" not in claims.check({**claim, "a": "reno-[0-9]*"}, rows).detail
+
+
+def test_phases_of_competitors_that_arrive_and_leave():
+    c = cell(streams=[(0, "reno", 10_000_000, 50, 7000), (1, "reno", 6_000_000, 30, 4000)])
+    # Two streams, 30 one-second intervals: 80 Mb/s together alone, 16 while the competitors are
+    # there (10 s to 20 s, the first 2 s of it still falling), 80 again from 22 s.
+    total = {t: 80.0 if t <= 10 else (48.0 if t <= 12 else 16.0) if t <= 20 else (48.0 if t <= 21 else 80.0)
+             for t in range(1, 31)}
+    c["series"] = [[float(t), i, total[t] / 2, 50, 70.0] for t in range(1, 31) for i in (0, 1)]
+    c["changes"] = [10.0, 20.0]
+    m = results.cell_metrics(typed(c))
+    assert m["mbps_alone"] == pytest.approx(80.0)
+    assert m["mbps_beside"] == pytest.approx((2 * 48 + 8 * 16) / 10)
+    assert m["mbps_after"] == pytest.approx((48 + 9 * 80) / 10)
+    # The 3 s mean is within 10 % of 16 from 15 s (13, 14, 15) and of 80 from 24 s (22, 23, 24).
+    assert m["settle_arrive_s"] == pytest.approx(5.0) and m["settle_leave_s"] == pytest.approx(4.0)
+    # Streams that take turns are fair over the run and not over 1 s bins.
+    assert m["jain_1s"] == pytest.approx(1.0)
+    c["series"] = [[float(t), t % 2, 10.0, 50, 70.0] for t in range(1, 31)]
+    assert results.cell_metrics(typed(c))["jain_1s"] == pytest.approx(0.5)
+    # Without changes the phases are not measured.
+    del c["changes"]
+    assert results.cell_metrics(typed(c))["settle_arrive_s"] is None

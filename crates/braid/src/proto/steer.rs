@@ -22,6 +22,14 @@ pub struct StreamView {
     pub info: Option<TcpInfo>,
 }
 
+/// What a steer tells of itself in a `steer` record.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SteerState {
+    pub strength: Option<f64>,
+    pub queue_us: Option<u32>,
+    pub utility: Option<f64>,
+}
+
 /// What a steer asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Steering {
@@ -37,9 +45,8 @@ pub trait Steer: Send {
     fn interval(&self) -> Duration;
     /// `elapsed` since the session's streams started.
     fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering>;
-    /// Its state for the session's report (a `steer` record), if it has one:
-    /// the strength it set and the queueing delay it answered, in µs.
-    fn state(&self) -> Option<(f64, u32)> {
+    /// Its state for the session's report (a `steer` record), if it has one.
+    fn state(&self) -> Option<SteerState> {
         None
     }
 }
