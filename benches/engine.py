@@ -11,8 +11,15 @@ as between two real hosts), in one run:
    --file-runs times after one warm-up send (each printed, then the
    median), as one run on a shared 2-core machine swings by a quarter.
 
+3. with --auto-cost: what steering costs. `--mode auto -n 9` against the
+   same 9 braid_tcpp streams at a fixed strength (`--mode tcpp -n 9`),
+   memory to memory, alternating, --file-runs times each; CPU seconds per
+   GB (both ends), each run printed, then the medians and the difference.
+   Needs the controls installed (`braid cc install`).
+
 Options: --file-runs N (default 3), --file-only (skip the iperf3 table;
-the file rows are then compared with one 4-stream `braid bench`).
+the file rows are then compared with one 4-stream `braid bench`),
+--auto-cost (only part 3).
 """
 
 from __future__ import annotations
@@ -57,9 +64,10 @@ def _server_cpu(log: Path) -> float:
     return s[-1]["cpu_seconds"] if s else 0.0
 
 
-def _braid(pair, n: int, log: Path) -> dict:
+def _braid(pair, n: int, log: Path, method: Method | None = None) -> dict:
     before = _server_cpu(log)
-    argv = engine.bench_argv(f"{pair.RCV_ADDR}:{engine.PORT}", SECONDS, pair.token, Method("parallel", n, cc="cubic"))
+    argv = engine.bench_argv(f"{pair.RCV_ADDR}:{engine.PORT}", SECONDS, pair.token,
+                             method or Method("parallel", n, cc="cubic"))
     rep = Report.parse(pair.snd.run(*argv, timeout=SECONDS + 60))
     wait_until(lambda: len(Report.summaries(log)) > pair.sessions, timeout=10)
     pair.sessions += 1
@@ -69,10 +77,24 @@ def _braid(pair, n: int, log: Path) -> dict:
             "cpu_s_per_gb": (s["cpu_seconds"] + _server_cpu(log) - before) / gb}
 
 
+def _auto_cost(pair, log: Path, runs: int) -> None:
+    print(f"steering's cost: 9 braid_tcpp streams, {SECONDS} s memory to memory, veth pair")
+    fixed, auto = Method("tcpp", 9, strength=1), Method("auto", 9)
+    cost: dict[str, list[float]] = {"tcpp-9": [], "auto-9": []}
+    for _ in range(runs):
+        for name, m in (("tcpp-9", fixed), ("auto-9", auto)):
+            r = _braid(pair, 9, log, m)
+            cost[name].append(r["cpu_s_per_gb"])
+            print(f"  {name:7} {r['gbps']:6.2f} Gb/s  {r['cpu_s_per_gb']:.3f} CPU s/GB", flush=True)
+    a, f = statistics.median(cost["auto-9"]), statistics.median(cost["tcpp-9"])
+    print(f"  median  tcpp-9 {f:.3f}, auto-9 {a:.3f} CPU s/GB: auto {100 * (a - f) / f:+.1f} %")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--file-runs", type=int, default=3, help="file-mode sends to take the median of")
     ap.add_argument("--file-only", action="store_true", help="skip the memory-to-memory table against iperf3")
+    ap.add_argument("--auto-cost", action="store_true", help="only the CPU cost of --mode auto's steering")
     args = ap.parse_args()
     if args.file_runs < 1:
         ap.error("--file-runs must be at least 1")
@@ -86,6 +108,11 @@ def main() -> int:
             server = engine.serve(pair.rcv, shm, pair.token, log=log)
             assert wait_until(lambda: str(engine.PORT) in pair.rcv.run("ss", "-tlnH"), timeout=10)
             results = {}
+            if args.auto_cost:
+                _auto_cost(pair, log, args.file_runs)
+                server.kill()
+                server.wait()
+                return 0
             if args.file_only:
                 results[4] = _braid(pair, 4, log)
             else:

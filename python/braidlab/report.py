@@ -275,8 +275,8 @@ def _machines(run_dir: Path) -> str:
 
 
 def _recorded(meta: dict, root: Path | None = None):
-    """The experiment as the run recorded it, with each claim's note (and the frontier to draw)
-    from its file today.
+    """The experiment as the run recorded it, with each claim's note (and the frontier to draw,
+    and the columns shown) from its file today.
 
     A note explains a verdict, so it is often written after the measurement; the checks
     themselves stay as they were run. A claim whose check has changed since keeps its old note."""
@@ -289,6 +289,9 @@ def _recorded(meta: dict, root: Path | None = None):
     # How the report draws the frontier is presentation, like a note: today's file may add it.
     if exp.frontier is None and today.frontier and all(s in exp.scenarios for s in today.frontier.values()):
         exp.frontier = today.frontier
+    # So are the columns shown: today's file may show metrics the run's cells already allow.
+    if today.columns and exp.columns and set(exp.columns) <= set(today.columns):
+        exp.columns = today.columns
 
     def check(c: dict) -> dict:
         return {k: v for k, v in c.items() if k != "note"}
