@@ -75,14 +75,13 @@ def write_raw(raw: Path, files: dict[str, bytes]) -> None:
         p.write_bytes(content)
 
 
-def run_cells(address: str, exp, variant, cells: list, index_of, token: str, keep, progress=print) -> list:
+def run_cells(address: str, exp, variant, cells: list, index_of, token: str, keep, progress=print) -> None:
     """Measures `cells` on the cluster at `address`; `keep(cell, result)` is called for each as it
-    arrives. Returns the cells that failed (their error said). Ctrl-C cancels the rest."""
+    arrives, and a cell that failed is said and left for the next run. Ctrl-C cancels the rest."""
     try:
         from distributed import Client, as_completed
     except ImportError as e:  # pragma: no cover - the setup installs it
         raise RuntimeError("--cluster needs the distributed package (scripts/setup.sh installs it)") from e
-    failed = []
     with Client(address, timeout="30s") as client:
         workers = client.scheduler_info()["workers"]
         able = [w for w in workers.values() if w.get("resources", {}).get(RESOURCE, 0) >= 1]
@@ -100,13 +99,11 @@ def run_cells(address: str, exp, variant, cells: list, index_of, token: str, kee
                     result = fut.result()
                 except Exception as e:  # noqa: BLE001 - the worker's error, whatever it was
                     progress(f"    {cell.id} failed on the cluster: {type(e).__name__}: {e}")
-                    failed.append(cell)
                     continue
                 keep(cell, result)
         except KeyboardInterrupt:
             client.cancel([f for f in futures if not f.done()])
             raise
-    return failed
 
 
 def worker_main(scheduler: str, name: str | None = None) -> int:

@@ -220,7 +220,6 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                                                          cc=pz.get("cc", "reno"), seed=index + 1)
         t0 = time.monotonic()
         if during:
-            cs, cr = bed.senders[1], bed.receivers[1]
             cross["tcp"] = later.enter_context(_Later(arrive, lambda: traffic.iperf3_client(
                 cs, cr.addr, round(leave - arrive), port=TCP_PORT, cc=sc.tcp.get("cc"), parallel=sc.tcp["flows"]),
                 limit=cross_time + 30))

@@ -229,9 +229,17 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let running: Vec<AtomicBool> = (0..plan::MAX_STREAMS as usize)
         .map(|i| AtomicBool::new(i < n))
         .collect();
+    let wanted = |i: usize| i < active.load(Ordering::SeqCst);
     let send_work = |i: usize, conn: Conn| {
-        let keep = || i < active.load(Ordering::SeqCst);
-        bench::send(i, conn, deadline, &tel, pacer.as_ref(), &cfg.cancel, &keep);
+        bench::send(
+            i,
+            conn,
+            deadline,
+            &tel,
+            pacer.as_ref(),
+            &cfg.cancel,
+            &|| wanted(i),
+        );
         running[i].store(false, Ordering::SeqCst);
         StreamEnd::Finished
     };
@@ -246,7 +254,6 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         Some(sending) => sending.apply(&tel, i, c),
         None => Ok(()),
     };
-    let wanted = |i: usize| i < active.load(Ordering::SeqCst);
     let (stop_steer, steer_stop) = std::sync::mpsc::channel::<()>();
     let peer = thread::scope(|s| -> Result<u64> {
         let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) =
