@@ -75,6 +75,21 @@ class Trace:
     def stream(self, i: int) -> list[dict]:
         return [s for s in self.samples if s["stream"] == i]
 
+    def mbps_from(self, t0: float) -> float:
+        """All streams' acknowledged payload per second from the first sample at or after
+        `t0` to each stream's last sample, in Mb/s."""
+        bits, span = 0.0, 0.0
+        for i in sorted({s["stream"] for s in self.samples}):
+            later = [s for s in self.stream(i) if s["t"] >= t0]
+            if len(later) < 2:
+                raise ValueError(f"stream {i} has fewer than two samples after {t0} s")
+            first, last = later[0], later[-1]
+            bits += 8.0 * (last["info"]["bytes_acked"] - first["info"]["bytes_acked"])
+            span = max(span, last["t"] - first["t"])
+        if span <= 0:
+            raise ValueError(f"no time measured after {t0} s")
+        return bits / span / 1e6
+
 
 def finish(p: subprocess.Popen, timeout: float) -> Trace:
     """Waits for a trace process and parses its output; a failure raises with its stderr."""
@@ -94,10 +109,18 @@ def start_sink(host, port: int = SINK_PORT) -> subprocess.Popen:
     return p
 
 
-def share_against_reno(sender, target: str, group_cc: str, seconds: float, streams: int = 4) -> tuple[float, float]:
+def share_against_reno(sender, target: str, group_cc: str, seconds: float, streams: int = 4,
+                       omit: float = 0.0) -> tuple[float, float]:
     """Runs `streams` streams of `group_cc` beside one Reno stream to `target`, from the
-    same sender; returns (aggregate Mb/s of the group, Mb/s of the Reno stream)."""
-    a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, summary_only=True))
-    b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, summary_only=True))
+    same sender; returns (aggregate Mb/s of the group, Mb/s of the Reno stream), counted
+    from `omit` seconds on (the start, where five flows slow-start into one queue and a
+    flow's early timeouts decide much of a short run, left out)."""
+    if omit <= 0:
+        a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, summary_only=True))
+        b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, summary_only=True))
+        ta, tb = finish(a, seconds + 30), finish(b, seconds + 30)
+        return ta.total["mbps"], tb.total["mbps"]
+    a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, interval_ms=500))
+    b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, interval_ms=500))
     ta, tb = finish(a, seconds + 30), finish(b, seconds + 30)
-    return ta.total["mbps"], tb.total["mbps"]
+    return ta.mbps_from(omit), tb.mbps_from(omit)

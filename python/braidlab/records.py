@@ -60,6 +60,7 @@ class Steered:
     strength: float | None
     queue_ms: float | None
     utility: float | None
+    shared: bool | None
 
 
 @dataclass(frozen=True)

@@ -178,16 +178,17 @@ def test_four_tcpp_flows_with_k1_take_about_one_reno_flows_share(controls, recor
         # Each comparison on a path of its own, both at once (20 Mb/s each: nothing for the CPU).
         with Line(Bottleneck(rate_mbit=20, queue_bytes=300_000), tag=f"share{group_cc[:4]}") as line:
             braid.start_sink(line.rcv)
-            return braid.share_against_reno(line.snd, f"{line.RCV_ADDR}:{SINK_PORT}", group_cc, 20)
+            return braid.share_against_reno(line.snd, f"{line.RCV_ADDR}:{SINK_PORT}", group_cc, 26, omit=8)
 
     with concurrent.futures.ThreadPoolExecutor(2) as ex:
         (tcpp, reno_vs_tcpp), (par, reno_vs_par) = ex.map(share, ["braid_tcpp", "reno"])
     r_tcpp = tcpp / reno_vs_tcpp
     r_par = par / reno_vs_par
-    record(tcpp4_mbps=tcpp, reno1_mbps=reno_vs_tcpp, tcpp_ratio=round(r_tcpp, 2),
-           reno4_mbps=par, reno1_vs_reno4_mbps=reno_vs_par, parallel_ratio=round(r_par, 2))
-    # One 20 s run of each varies a lot (TCP-P 0.46-1.22, plain 2.2-4 seen): the
-    # bounds are wide, the comparison between the two is what must hold.
+    record(tcpp4_mbps=round(tcpp, 2), reno1_mbps=round(reno_vs_tcpp, 2), tcpp_ratio=round(r_tcpp, 2),
+           reno4_mbps=round(par, 2), reno1_vs_reno4_mbps=round(reno_vs_par, 2), parallel_ratio=round(r_par, 2))
+    # One short run of each varies a lot (TCP-P 0.46-1.22, plain 2.2-5.9 seen; counted
+    # from the start, a Reno flow's early timeouts once made it 3.79): the first 8 s
+    # are left out, the bounds are wide, and the comparison between the two must hold.
     assert r_par > 1.6, f"4 plain Reno flows took only {r_par:.2f}x one flow: the bottleneck is not shared"
     assert 0.3 < r_tcpp < 2.0, f"4 TCP-P flows with k=1 took {r_tcpp:.2f}x one Reno flow"
     assert r_tcpp < r_par / 1.5, f"TCP-P ratio {r_tcpp:.2f} is not clearly below plain parallel {r_par:.2f}"

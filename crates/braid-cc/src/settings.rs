@@ -393,6 +393,32 @@ pub fn set_congestion_control(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> 
     Ok(())
 }
 
+/// Caps the socket's sending rate at `rate` bytes per second
+/// (SO_MAX_PACING_RATE); `None` lifts the cap. Once a cap was set, the
+/// kernel paces the connection itself (at TCP's own rate when uncapped).
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, rate: Option<u64>) -> io::Result<()> {
+    let value: u64 = rate.unwrap_or(u64::MAX);
+    // SAFETY: the pointer and length describe `value`; the kernel reads an
+    // unsigned long when given 8 bytes.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&value as *const u64).cast(),
+            size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(
+            e.kind(),
+            format!("setting SO_MAX_PACING_RATE to {value}: {e}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The socket's congestion control.
 pub fn congestion_control(fd: BorrowedFd<'_>) -> io::Result<String> {
     let mut buf = [0u8; 16];

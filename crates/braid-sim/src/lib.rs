@@ -17,7 +17,11 @@
 //!   what was in flight at the loss is acknowledged);
 //! - a retransmission timeout (no ACK for max(200 ms, 3 sRTT)) reduces the
 //!   window like a loss, where Linux would restart from one packet;
-//! - no delayed ACKs, no pacing, no receive window.
+//! - no delayed ACKs, no receive window; pacing only where a steer caps a
+//!   flow's rate (one packet per interval, as the kernel paces under
+//!   SO_MAX_PACING_RATE);
+//! - a stiff flow (UDP that does not back off) sends at its rate, a constant
+//!   or a sinusoid, and is never retransmitted.
 
 use std::collections::VecDeque;
 
@@ -41,6 +45,29 @@ pub struct Flow {
     pub k_milli: u32,
     /// When the flow starts, in ns; it runs to the end.
     pub start_ns: u64,
+    /// Not TCP: a stiff stream at this rate.
+    pub stiff: Option<Stiff>,
+}
+
+/// A stiff flow's rate: from `min_bps` to `max_bps` and back over
+/// `period_ns` (a sinusoid, as braid-traffic's UDP source), or constant when
+/// the two are equal. Bits on the wire per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stiff {
+    pub min_bps: f64,
+    pub max_bps: f64,
+    pub period_ns: u64,
+}
+
+impl Stiff {
+    pub fn rate_at(&self, t_ns: u64) -> f64 {
+        if self.period_ns == 0 || self.max_bps == self.min_bps {
+            return self.max_bps;
+        }
+        let phase = (t_ns % self.period_ns) as f64 / self.period_ns as f64;
+        let mid = (self.min_bps + self.max_bps) / 2.0;
+        mid + (self.max_bps - self.min_bps) / 2.0 * (2.0 * std::f64::consts::PI * phase).sin()
+    }
 }
 
 impl Flow {
@@ -51,6 +78,19 @@ impl Flow {
             group: None,
             k_milli: 1000,
             start_ns: 0,
+            stiff: None,
+        }
+    }
+
+    /// A stiff flow (see [`Stiff`]).
+    pub fn stiff(min_bps: f64, max_bps: f64, period_ns: u64) -> Flow {
+        Flow {
+            stiff: Some(Stiff {
+                min_bps,
+                max_bps,
+                period_ns,
+            }),
+            ..Flow::new(Arith::Reno)
         }
     }
 
@@ -109,6 +149,10 @@ struct Sender {
     /// Payload packets that reached the receiver.
     delivered: u64,
     losses: u64,
+    /// A steer's rate cap, as ns between packets; and when the next may go
+    /// (also a stiff flow's clock).
+    pace_gap_ns: Option<u64>,
+    next_send_ns: u64,
 }
 
 /// What a run measured, per flow, over its measurement window.
@@ -139,7 +183,22 @@ pub struct FlowView {
     pub min_srtt_ns: u64,
     /// Payload packets that reached the receiver.
     pub delivered: u64,
+    /// Its window, packets.
+    pub cwnd: u32,
 }
+
+/// What a steer asks of a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SimSteering {
+    /// Every TCP-P flow's strength, k x 1000.
+    Strength(u32),
+    /// Cap flow `i`'s rate at this many payload bytes per second; `None` lifts it.
+    Pace(usize, Option<u64>),
+}
+
+/// A steer as a run asks it: what it wants done now, and in how many ns it
+/// looks again.
+pub type SimSteer<'a> = dyn FnMut(u64, &[FlowView]) -> (Vec<SimSteering>, u64) + 'a;
 
 /// A bottleneck (braid-link's configuration, one way) and the reverse
 /// path's delay.
@@ -175,6 +234,8 @@ impl Run {
                     active: false,
                     delivered: 0,
                     losses: 0,
+                    pace_gap_ns: None,
+                    next_send_ns: f.start_ns,
                 })
                 .collect(),
             groups: (0..groups).map(|_| Group::default()).collect(),
@@ -184,20 +245,23 @@ impl Run {
     /// Runs until `end_ns` and reports what each flow moved from
     /// `from_ns` on (the warm-up before it is left out).
     pub fn measure(self, from_ns: u64, end_ns: u64) -> Outcome {
-        self.measure_steered(from_ns, end_ns, u64::MAX, &mut |_, _| None)
+        self.measure_steered(from_ns, end_ns, u64::MAX, &mut |_, _| {
+            (Vec::new(), u64::MAX)
+        })
     }
 
-    /// As [`Run::measure`], and every `every_ns` asks `steer` what it makes
-    /// of the flows; a strength it returns (k x 1000) becomes every TCP-P
-    /// flow's at once, as braid's sender sets it on live sockets.
+    /// As [`Run::measure`], and from `first_ns` on asks `steer` what it
+    /// makes of the flows: what it asks is done at once (a strength becomes
+    /// every TCP-P flow's, as braid's sender sets it on live sockets), and it
+    /// says in how many ns it wants to look again.
     pub fn measure_steered(
         mut self,
         from_ns: u64,
         end_ns: u64,
-        every_ns: u64,
-        steer: &mut dyn FnMut(u64, &[FlowView]) -> Option<u32>,
+        first_ns: u64,
+        steer: &mut SimSteer,
     ) -> Outcome {
-        let mut tick = every_ns;
+        let mut tick = first_ns;
         let mut acks: VecDeque<(u64, Pkt)> = VecDeque::new();
         let mut at_from: Option<Vec<(u64, u64)>> = None;
         let mut now = 0u64;
@@ -227,11 +291,13 @@ impl Run {
                 dropped += self.send(i, now);
             }
             if now >= tick {
-                tick = tick.saturating_add(every_ns);
-                if let Some(k) = steer(now, &self.views()) {
-                    for s in self.senders.iter_mut().filter(|s| s.spec.group.is_some()) {
-                        s.spec.k_milli = k;
-                    }
+                let (asked, next) = steer(now, &self.views());
+                tick = tick.saturating_add(next.max(1));
+                for a in asked {
+                    self.steered(a, now);
+                }
+                for i in 0..self.senders.len() {
+                    dropped += self.send(i, now);
                 }
             }
             let next = [
@@ -267,6 +333,22 @@ impl Run {
         }
     }
 
+    fn steered(&mut self, a: SimSteering, now: u64) {
+        match a {
+            SimSteering::Strength(k) => {
+                for s in self.senders.iter_mut().filter(|s| s.spec.group.is_some()) {
+                    s.spec.k_milli = k;
+                }
+            }
+            SimSteering::Pace(i, rate) => {
+                if let Some(s) = self.senders.get_mut(i) {
+                    s.pace_gap_ns = rate.map(|r| (MSS as f64 * 1e9 / r.max(1) as f64) as u64);
+                    s.next_send_ns = s.next_send_ns.min(now);
+                }
+            }
+        }
+    }
+
     fn views(&self) -> Vec<FlowView> {
         self.senders
             .iter()
@@ -276,6 +358,7 @@ impl Run {
                 srtt_ns: s.srtt_ns,
                 min_srtt_ns: s.min_srtt_ns,
                 delivered: s.delivered,
+                cwnd: s.win.cwnd(),
             })
             .collect()
     }
@@ -304,7 +387,14 @@ impl Run {
                 if !s.active {
                     return (s.spec.start_ns > now).then_some(s.spec.start_ns);
                 }
-                (!s.outstanding.is_empty()).then(|| s.last_ack_ns + rto(s))
+                if s.spec.stiff.is_some() {
+                    return Some(s.next_send_ns);
+                }
+                let paced = (s.pace_gap_ns.is_some()
+                    && (s.outstanding.len() as u64) < s.win.cwnd() as u64)
+                    .then_some(s.next_send_ns);
+                let rto = (!s.outstanding.is_empty()).then(|| s.last_ack_ns + rto(s));
+                [paced, rto].into_iter().flatten().min()
             })
             .min()
     }
@@ -316,7 +406,29 @@ impl Run {
             return 0;
         }
         let mut dropped = 0;
+        if let Some(st) = s.spec.stiff {
+            while s.next_send_ns <= now {
+                let p = Pkt {
+                    flow: i,
+                    seq: s.next_seq,
+                    sent_ns: now,
+                };
+                s.next_seq += 1;
+                let gap = WIRE as f64 * 8.0 * 1e9 / st.rate_at(s.next_send_ns).max(1.0);
+                s.next_send_ns += gap as u64;
+                if self.link.arrive(now, p).is_err() {
+                    dropped += 1;
+                }
+            }
+            return dropped;
+        }
         while (s.outstanding.len() as u64) < s.win.cwnd() as u64 {
+            if let Some(gap) = s.pace_gap_ns {
+                if now < s.next_send_ns {
+                    break;
+                }
+                s.next_send_ns = now + gap;
+            }
             let seq = s.next_seq;
             s.next_seq += 1;
             s.outstanding.push_back((seq, now));
@@ -346,6 +458,10 @@ impl Run {
 
     fn on_ack(&mut self, p: Pkt, now: u64) {
         let i = p.flow;
+        if self.senders[i].spec.stiff.is_some() {
+            self.senders[i].delivered += 1;
+            return;
+        }
         self.catch_up(i);
         let (n, k) = self.group_of(i);
         let s = &mut self.senders[i];

@@ -171,9 +171,10 @@ fn runs_are_repeatable_to_the_bit_and_the_seed_matters() {
     assert_ne!(a, c);
 }
 
-/// A TCP-P group of 9 driven by braid's `--mode auto` steer (braid::auto::Auto), ticking every
-/// two base RTTs as the engine does, fed what TCP_INFO would say of each member. Returns what
-/// the run measured and the strength after each tick.
+/// A TCP-P group of 9 driven by braid's `--mode auto` steer (braid::auto::Auto), ticking when
+/// it asks to, as the engine does, fed what TCP_INFO would say of each member, its strength and
+/// its drain probes' rate caps done as the engine does them. Returns what the run measured and
+/// the strength after each tick.
 fn steered(
     link: &str,
     rtt_ms: u64,
@@ -183,6 +184,7 @@ fn steered(
 ) -> (Outcome, Vec<f64>) {
     use braid::auto::Auto;
     use braid::proto::steer::{Steer, Steering, StreamView};
+    use braid_sim::SimSteering;
 
     let mut flows = many(9, Flow::tcpp(0, 1000));
     flows.extend(others.iter().map(|f| Flow {
@@ -205,16 +207,26 @@ fn steered(
                 info: (v.active && v.srtt_ns > 0).then(|| braid_cc::TcpInfo {
                     srtt_us: (v.srtt_ns / 1000) as u32,
                     min_rtt_us: (v.min_srtt_ns / 1000) as u32,
+                    cwnd: v.cwnd,
+                    mss: braid_sim::MSS as u32,
                     ..Default::default()
                 }),
             })
             .collect();
         let asked = auto.tick(std::time::Duration::from_nanos(now), &group);
         ks.push(auto.strength());
-        asked.iter().find_map(|s| match s {
-            Steering::Control(_, c) => c.settings.strength.map(|k| k.milli()),
-            _ => None,
-        })
+        let done = asked
+            .iter()
+            .filter_map(|s| match s {
+                Steering::Control(0, c) => c
+                    .settings
+                    .strength
+                    .map(|k| SimSteering::Strength(k.milli())),
+                Steering::Pace(i, rate) => Some(SimSteering::Pace(*i, *rate)),
+                _ => None,
+            })
+            .collect();
+        (done, auto.interval().as_nanos() as u64)
     };
     let o = Run::new(cfg, rtt_ms * MS / 2, &flows).measure_steered(
         from_s * S,
@@ -240,10 +252,9 @@ fn auto_fills_an_idle_lossy_path_like_parallel_streams() {
     let (a, p, s) = (auto.mbps(0..9), parallel.mbps(0..9), single.mbps(0..1));
     let k = median(ks[ks.len() / 2..].to_vec());
     eprintln!("measured: idle, 1e-4: auto {a:.1} Mb/s (median k {k:.2}), parallel-9 {p:.1}, single {s:.1}");
-    // Auto keeps the queue near its target, so the troughs after each loss are not
-    // covered by a standing queue as parallel streams' are: 83 % of parallel-9 here
-    // at 1e-4 loss (96 % on the laboratory's 1e-5 path, README "--mode auto").
-    assert!(a > 0.8 * p, "auto {a:.1} against parallel-9 {p:.1}");
+    // Once its queue stands, auto's drain probes find it its own and the strength
+    // stays up: 95 % of parallel-9 here; the probes' held-back RTTs cost the rest.
+    assert!(a > 0.9 * p, "auto {a:.1} against parallel-9 {p:.1}");
     assert!(a > 3.0 * s, "auto {a:.1} against one stream {s:.1}");
     assert!(k > 2.0, "the strength rose to fill the path: median {k:.2}");
 }
@@ -270,8 +281,8 @@ fn auto_takes_one_flows_share_beside_reno_flows() {
     let fixed_share = fixed.mbps(0..9) / (fixed.mbps(9..14) / 5.0);
     let k = median(ks[ks.len() / 2..].to_vec());
     eprintln!("measured: beside 5 Reno: auto {share:.2} flows' worth (median k {k:.2}), tcpp-9 k=1 {fixed_share:.2}, parallel-9 {par_share:.2}");
-    // A fixed k = 1 group is auto's floor; the climbs while synchronised Reno
-    // losses drain the queue cost it a little more.
+    // A fixed k = 1 group is auto's floor; its drain probes hold it back a little
+    // more (1.13 flows' worth against 1.39 here).
     assert!(
         share < 1.5 * fixed_share,
         "auto took {share:.2} flows' worth, a k = 1 group {fixed_share:.2}"
@@ -281,4 +292,58 @@ fn auto_takes_one_flows_share_beside_reno_flows() {
         "parallel-9 {par_share:.2} against auto {share:.2}"
     );
     assert!(k < 1.3, "the strength stays near one flow: median {k:.2}");
+}
+
+#[test]
+fn auto_fills_what_stiff_udp_leaves_like_parallel_streams() {
+    // The Hacker 2004 path beside 50-80 Mb/s of UDP that does not back off: the room the
+    // group yields stays empty, the queue is the group's own, and auto runs strong.
+    let link = "rate 100mbit limit 400 loss random 0.001% seed 3 jitter";
+    let udp = [Flow::stiff(50e6, 80e6, 10 * S)];
+    let (auto, ks) = steered(link, 68, &udp, 20, 80);
+    let mut flows = many(9, Flow::new(Arith::Reno));
+    flows.push(Flow {
+        start_ns: 17 * MS,
+        ..udp[0]
+    });
+    let parallel = run(link, 68, &flows, 20, 80);
+    let mut flows = many(9, Flow::tcpp(0, 1000));
+    flows.push(Flow {
+        start_ns: 17 * MS,
+        ..udp[0]
+    });
+    let fixed = run(link, 68, &flows, 20, 80);
+    let (a, p, f) = (auto.mbps(0..9), parallel.mbps(0..9), fixed.mbps(0..9));
+    let k = median(ks[ks.len() / 2..].to_vec());
+    eprintln!("measured: beside UDP 50-80: auto {a:.1} Mb/s (median k {k:.2}), parallel-9 {p:.1}, tcpp-9 k=1 {f:.1}");
+    assert!(a > 0.9 * p, "auto {a:.1} against parallel-9 {p:.1}");
+    assert!(
+        k > 4.0,
+        "the group's own queue: the strength stays up, median {k:.2}"
+    );
+}
+
+#[test]
+fn auto_gives_way_to_reno_flows_that_arrive_while_it_runs_strong() {
+    // Alone for 20 s, auto runs at full strength; 5 Reno flows then arrive. Beside the
+    // strong group they stay small, and nothing in its TCP_INFO tells them from stiff
+    // traffic until the group next yields (within 30 s) and they grow into the room.
+    let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
+    let reno: Vec<Flow> = many(5, Flow::new(Arith::Reno))
+        .into_iter()
+        .map(|f| Flow {
+            start_ns: f.start_ns + 20 * S,
+            ..f
+        })
+        .collect();
+    let (auto, ks) = steered(link, 68, &reno, 60, 120);
+    let share = auto.mbps(0..9) / (auto.mbps(9..14) / 5.0);
+    let early = ks[..ks.len() / 8].iter().cloned().fold(0.0, f64::max);
+    let k = median(ks[ks.len() / 2..].to_vec());
+    eprintln!("measured: Reno flows arriving at 20 s: auto {share:.2} flows' worth from 60 s on (median k {k:.2}, {early:.1} before)");
+    assert!(early > 8.0, "alone, the group ran strong: {early:.2}");
+    assert!(
+        share < 2.0,
+        "auto took {share:.2} flows' worth once they had come"
+    );
 }

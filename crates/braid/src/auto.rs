@@ -3,17 +3,39 @@
 //!
 //! Why the queue: on a path nobody else uses, random loss holds each stream
 //! below the path's rate and no queue builds; more strength fills the path.
-//! Once the group fills it, its own probing builds a queue, and strength
-//! beyond that point only adds loss: k settles where the queue starts (the
-//! knee of Hacker & Athey 2002). When other flows share the bottleneck, they
-//! keep its queue standing whatever the group does, so k falls to its floor,
-//! the fair share (one flow unless `--fair-share` says otherwise), and the
-//! group takes what that many TCP flows take (TCP-P's Eq. 8 and 9).
+//! Once the group fills it, a queue stands, and what the group should do
+//! depends on whose it is. When other loss-based flows share the bottleneck,
+//! k falls to its floor, the fair share (one flow unless `--fair-share` says
+//! otherwise), and the group takes what that many TCP flows take (TCP-P's
+//! Eq. 8 and 9). When the queue is the group's own (an idle path, or traffic
+//! that does not back off, such as a stiff UDP stream), nobody loses by the
+//! group's strength and k rises toward one flow per stream, as parallel
+//! streams would run.
+//!
+//! Whose queue it is, the group asks the path by yielding: for 5 s every
+//! stream sends at most 70 % of its rate (SO_MAX_PACING_RATE on the live
+//! sockets). Flows that back off also grow back (Reno by a packet per RTT
+//! each) and take the room the group leaves, so a queue stands again at the
+//! end; traffic that does not back off does not grow either, and the queue
+//! is gone. Asking costs the yield's 30 % for 5 s, every 30 s while the
+//! queue is the group's own and every 10 to 20 s while others share it; it
+//! is what finds flows that arrive while the group runs strong (beside a
+//! group of strength 9, 5 Reno flows hold a third of the path and cannot
+//! grow, and nothing else in the streams' TCP_INFO tells them from a stiff
+//! source). Flows that grow slower than the yield gives room (one Reno flow
+//! on a long path: a packet per RTT against a third of the group's window)
+//! stay small beside a strong group; the group finds the room untaken.
+//!
+//! A drain probe (caps that leave the path nearly idle for a few RTTs, as
+//! BBR drains to see the propagation delay) was measured first and dropped:
+//! a queue that drains says only that the others' windows hold less than
+//! the path's BDP, which newcomers beside a strong group never do.
 //!
 //! The queueing delay is the streams' median smoothed RTT above the smallest
 //! RTT any of them saw. Each tick (two base RTTs, within 100 ms..1 s) moves k
-//! multiplicatively toward the delay target: up by at most 15 % when there
-//! is no queue, down by at most 30 % when the queue is twice the target.
+//! multiplicatively: up by at most 15 % when there is no queue or the queue
+//! is the group's own, down by at most 30 % when a queue not known to be the
+//! group's is twice the target.
 
 use std::time::Duration;
 
@@ -30,6 +52,27 @@ const GAIN_UP: f64 = 0.15;
 const GAIN_DOWN: f64 = 0.30;
 /// The steer tells the sockets of a new k only when it moved this much.
 const HYSTERESIS: f64 = 0.02;
+/// A yield: how long, and the share of its rate each stream keeps.
+const YIELD_FOR: Duration = Duration::from_secs(5);
+const YIELD_SHARE: f64 = 0.7;
+/// Between questions: while the queue is the group's own; while others share
+/// it (doubling from the first to the second while they stay); once a queue
+/// others held falls away.
+const OWN_FOR: Duration = Duration::from_secs(30);
+const SHARED_FOR: Duration = Duration::from_secs(10);
+const SHARED_FOR_MAX: Duration = Duration::from_secs(20);
+const AGAIN_AFTER: Duration = Duration::from_secs(5);
+
+/// Whose the standing queue is, by the latest question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queue {
+    /// Not asked yet: the group behaves as if others held it.
+    Unknown,
+    /// Nobody took what the group gave up: the group's own.
+    Own,
+    /// Others took it and held it: responsive flows share the path.
+    Shared,
+}
 
 pub struct Auto {
     group: u64,
@@ -40,6 +83,14 @@ pub struct Auto {
     base_us: Option<u32>,
     /// The last tick's queueing delay, for reports.
     pub queue_us: u32,
+    queue: Queue,
+    /// While the group yields: until when.
+    yielding: Option<Duration>,
+    /// When the next question may be asked (once a queue stands).
+    next_ask: Duration,
+    shared_gap: Duration,
+    /// Streams whose rate is capped now.
+    paced: Vec<usize>,
 }
 
 impl Auto {
@@ -55,11 +106,26 @@ impl Auto {
             told: floor,
             base_us: None,
             queue_us: 0,
+            queue: Queue::Unknown,
+            yielding: None,
+            next_ask: Duration::ZERO,
+            shared_gap: SHARED_FOR,
+            paced: Vec::new(),
         }
     }
 
     pub fn strength(&self) -> f64 {
         self.k
+    }
+
+    /// Whose the queue is, by the latest question.
+    pub fn queue(&self) -> Queue {
+        self.queue
+    }
+
+    /// Whether the group is yielding to ask whose the queue is.
+    pub fn asking(&self) -> bool {
+        self.yielding.is_some()
     }
 
     fn control(&self) -> StreamControl {
@@ -73,12 +139,69 @@ impl Auto {
         }
     }
 
+    fn target_us(base_us: f64) -> f64 {
+        TARGET_MIN_US.max(base_us * TARGET_SHARE)
+    }
+
     /// One step of k from a queueing delay and a base RTT, both in µs.
     fn step(&mut self, queue_us: f64, base_us: f64) {
-        let target = TARGET_MIN_US.max(base_us * TARGET_SHARE);
-        let off = ((target - queue_us) / target).clamp(-1.0, 1.0);
+        let target = Self::target_us(base_us);
+        let mut off = ((target - queue_us) / target).clamp(-1.0, 1.0);
+        if self.queue == Queue::Own {
+            off = off.abs();
+        }
         let gain = if off >= 0.0 { GAIN_UP } else { GAIN_DOWN };
         self.k = (self.k * (gain * off).exp()).clamp(self.floor, self.ceiling);
+    }
+
+    /// A question: every live stream capped at a share of its rate, room for
+    /// others to grow into.
+    fn begin_yield(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
+        let live = live(streams);
+        self.yielding = Some(elapsed + YIELD_FOR);
+        self.paced = live.iter().map(|(s, _)| *s).collect();
+        live.iter()
+            .map(|(s, i)| Steering::Pace(*s, Some((rate(i) * YIELD_SHARE).max(1.0) as u64)))
+            .collect()
+    }
+
+    /// The answer; the caps come off.
+    fn conclude(&mut self, elapsed: Duration, answer: Queue) -> Vec<Steering> {
+        self.yielding = None;
+        if answer == Queue::Own {
+            self.next_ask = elapsed + OWN_FOR;
+            self.shared_gap = SHARED_FOR;
+        } else {
+            if self.queue == Queue::Shared {
+                self.shared_gap = (self.shared_gap * 2).min(SHARED_FOR_MAX);
+            }
+            self.next_ask = elapsed + self.shared_gap;
+        }
+        self.queue = answer;
+        self.paced
+            .drain(..)
+            .map(|s| Steering::Pace(s, None))
+            .collect()
+    }
+
+    /// The queue the streams see: their median sRTT above the base RTT.
+    fn measure(&mut self, streams: &[StreamView]) -> Option<(u32, u32)> {
+        let live = live(streams);
+        if live.is_empty() {
+            return None;
+        }
+        let min_rtt = live
+            .iter()
+            .map(|(_, i)| i.min_rtt_us)
+            .filter(|r| *r > 0)
+            .min();
+        if let Some(m) = min_rtt {
+            self.base_us = Some(self.base_us.map_or(m, |b| b.min(m)));
+        }
+        let base = self.base_us?;
+        let mut srtt: Vec<u32> = live.iter().map(|(_, i)| i.srtt_us).collect();
+        srtt.sort_unstable();
+        Some((srtt[srtt.len() / 2].saturating_sub(base), base))
     }
 }
 
@@ -93,31 +216,37 @@ impl Steer for Auto {
             strength: Some(self.k),
             queue_us: Some(self.queue_us),
             utility: None,
+            shared: match self.queue {
+                Queue::Unknown => None,
+                Queue::Own => Some(false),
+                Queue::Shared => Some(true),
+            },
         })
     }
 
-    fn tick(&mut self, _: Duration, streams: &[StreamView]) -> Vec<Steering> {
-        let live: Vec<_> = streams
-            .iter()
-            .filter(|v| v.wanted)
-            .filter_map(|v| v.info.as_ref())
-            .filter(|i| i.srtt_us > 0)
-            .collect();
-        if live.is_empty() {
-            return Vec::new();
-        }
-        let min_rtt = live.iter().map(|i| i.min_rtt_us).filter(|r| *r > 0).min();
-        if let Some(m) = min_rtt {
-            self.base_us = Some(self.base_us.map_or(m, |b| b.min(m)));
-        }
-        let Some(base) = self.base_us else {
+    fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
+        let Some((queue, base)) = self.measure(streams) else {
             return Vec::new();
         };
-        let mut srtt: Vec<u32> = live.iter().map(|i| i.srtt_us).collect();
-        srtt.sort_unstable();
-        let median = srtt[srtt.len() / 2];
-        self.queue_us = median.saturating_sub(base);
-        self.step(self.queue_us as f64, base as f64);
+        self.queue_us = queue;
+        let standing = queue as f64 > Self::target_us(base as f64);
+        if let Some(until) = self.yielding {
+            if elapsed < until {
+                return Vec::new();
+            }
+            // Nobody took the room the group gave up: the queue was its own.
+            let answer = if standing { Queue::Shared } else { Queue::Own };
+            return self.conclude(elapsed, answer);
+        }
+        if !standing && self.queue == Queue::Shared {
+            // The queue fell away: whoever held it may have left.
+            self.next_ask = self.next_ask.min(elapsed + AGAIN_AFTER);
+            self.shared_gap = SHARED_FOR;
+        }
+        if standing && elapsed >= self.next_ask {
+            return self.begin_yield(elapsed, streams);
+        }
+        self.step(queue as f64, base as f64);
         if (self.k - self.told).abs() <= HYSTERESIS * self.told {
             return Vec::new();
         }
@@ -127,6 +256,21 @@ impl Steer for Auto {
             .map(|i| Steering::Control(i, c.clone()))
             .collect()
     }
+}
+
+/// The streams that carry blocks and have a connection with an RTT.
+fn live(streams: &[StreamView]) -> Vec<(usize, &braid_cc::TcpInfo)> {
+    streams
+        .iter()
+        .filter(|v| v.wanted)
+        .filter_map(|v| v.info.as_ref().map(|i| (v.stream, i)))
+        .filter(|(_, i)| i.srtt_us > 0)
+        .collect()
+}
+
+/// A stream's sending rate from its window and RTT, bytes per second.
+fn rate(i: &braid_cc::TcpInfo) -> f64 {
+    i.cwnd as f64 * i.mss.max(1) as f64 * 1e6 / i.srtt_us.max(1) as f64
 }
 
 #[cfg(test)]
@@ -142,63 +286,158 @@ mod tests {
             info: Some(TcpInfo {
                 srtt_us: (srtt_ms * 1000.0) as u32,
                 min_rtt_us: (min_ms * 1000.0) as u32,
+                cwnd: 100 + i as u32,
+                mss: 1448,
                 ..TcpInfo::default()
             }),
         }
     }
 
-    fn ticks(a: &mut Auto, n: usize, srtt_ms: f64) -> Vec<Steering> {
-        let mut last = Vec::new();
-        for _ in 0..n {
-            let v: Vec<_> = (0..4).map(|i| view(i, srtt_ms, 68.0)).collect();
-            let out = a.tick(Duration::ZERO, &v);
-            if !out.is_empty() {
-                last = out;
-            }
+    fn views(srtt_ms: f64) -> Vec<StreamView> {
+        (0..4).map(|i| view(i, srtt_ms, 68.0)).collect()
+    }
+
+    /// Ticks `a` at its own interval from `from` for `secs` seconds over four
+    /// streams whose sRTT `path` gives from the time and whether the group
+    /// yields; returns every steering asked.
+    fn run(
+        a: &mut Auto,
+        from: Duration,
+        secs: f64,
+        path: impl Fn(Duration, bool) -> f64,
+    ) -> Vec<Steering> {
+        let mut t = from;
+        let mut asked = Vec::new();
+        while t < from + Duration::from_secs_f64(secs) {
+            asked.extend(a.tick(t, &views(path(t, a.asking()))));
+            t += a.interval();
         }
-        last
+        asked
+    }
+
+    fn strengths(asked: &[Steering]) -> Vec<u32> {
+        asked
+            .iter()
+            .filter_map(|s| match s {
+                Steering::Control(0, c) => c.settings.strength.map(|k| k.milli()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn yields(asked: &[Steering]) -> usize {
+        asked
+            .iter()
+            .filter(|s| matches!(s, Steering::Pace(0, Some(_))))
+            .count()
     }
 
     #[test]
-    fn no_queue_raises_k_to_the_stream_count_and_a_standing_queue_brings_it_to_the_floor() {
+    fn no_queue_raises_k_to_the_stream_count_without_asking() {
         let mut a = Auto::new(7, 4, Strength::ONE);
         assert_eq!(a.strength(), 1.0);
-        let told = ticks(&mut a, 40, 68.5);
+        let asked = run(&mut a, Duration::ZERO, 10.0, |_, _| 68.5);
         assert_eq!(
             a.strength(),
             4.0,
             "an idle path: as strong as the streams allow"
         );
-        assert_eq!(told.len(), 4, "every stream is told");
-        match &told[0] {
-            Steering::Control(0, c) => {
+        assert_eq!(yields(&asked), 0, "no queue, no question");
+        match asked
+            .iter()
+            .rev()
+            .find(|s| matches!(s, Steering::Control(0, _)))
+        {
+            Some(Steering::Control(0, c)) => {
                 assert_eq!(c.cc.as_deref(), Some("braid_tcpp"));
                 assert_eq!(c.settings.strength.unwrap().milli(), 4000);
                 assert_eq!(c.settings.group_id, Some(7));
             }
             other => panic!("{other:?}"),
         }
-        // Others keep 40 ms of queue standing: down to one flow's strength, fast.
-        ticks(&mut a, 7, 108.0);
-        assert_eq!(a.strength(), 1.0, "down within seven ticks");
-        assert_eq!(a.queue_us, 40_000);
+        assert_eq!(a.queue(), Queue::Unknown);
+    }
+
+    #[test]
+    fn a_yield_caps_every_stream_at_seventy_percent_for_five_seconds() {
+        let mut a = Auto::new(1, 4, Strength::ONE);
+        // 40 ms of queue from the first tick: the question at once.
+        let asked = a.tick(Duration::ZERO, &views(108.0));
+        assert!(a.asking());
+        let cap = |i: u32| ((100 + i) as f64 * 1448.0 / 0.108 * 0.7) as u64;
+        assert_eq!(
+            asked,
+            (0..4)
+                .map(|i| Steering::Pace(i as usize, Some(cap(i))))
+                .collect::<Vec<_>>()
+        );
+        // Nothing changes while it yields, k included.
+        assert!(a
+            .tick(Duration::from_millis(4_900), &views(108.0))
+            .is_empty());
+        // The queue stood again at the end: others took the room. Every cap comes off.
+        let end = a.tick(Duration::from_secs(5), &views(108.0));
+        assert_eq!(
+            end,
+            (0..4).map(|i| Steering::Pace(i, None)).collect::<Vec<_>>()
+        );
+        assert!(!a.asking());
+        assert_eq!(a.queue(), Queue::Shared);
+        assert_eq!(a.state().unwrap().shared, Some(true));
+    }
+
+    #[test]
+    fn a_queue_others_hold_brings_k_to_the_floor_and_questions_grow_rarer() {
+        let mut a = Auto::new(1, 4, Strength::ONE);
+        run(&mut a, Duration::ZERO, 10.0, |_, _| 68.5);
+        assert_eq!(a.strength(), 4.0);
+        // Others arrive and keep 40 ms standing, yield or not.
+        let asked = run(&mut a, Duration::from_secs(10), 41.0, |_, _| 108.0);
+        assert_eq!(a.queue(), Queue::Shared);
+        assert_eq!(a.strength(), 1.0);
+        let ks = strengths(&asked);
+        assert!(ks.len() <= 8, "down within a few ticks: {ks:?}");
+        // At 10 s, 10 s after its answer (25 s), 20 s after the next one (50 s).
+        assert_eq!(yields(&asked), 3, "{asked:?}");
+    }
+
+    #[test]
+    fn a_queue_that_goes_when_the_group_yields_is_its_own_until_others_take_the_room() {
+        let mut a = Auto::new(1, 9, Strength::ONE);
+        // Stiff traffic beside the group: 40 ms of queue, none while the group yields.
+        let stiff = |_: Duration, yielding: bool| if yielding { 69.0 } else { 108.0 };
+        let asked = run(&mut a, Duration::ZERO, 30.0, stiff);
+        assert_eq!(a.queue(), Queue::Own);
+        assert_eq!(a.state().unwrap().shared, Some(false));
+        assert_eq!(
+            a.strength(),
+            9.0,
+            "the queue is the group's own: full strength"
+        );
+        assert_eq!(yields(&asked), 1, "the answer holds 30 s");
+        // Then Reno flows arrive and grow into the next yield's room.
+        let asked = run(&mut a, Duration::from_secs(30), 12.0, |_, _| 108.0);
+        assert_eq!(yields(&asked), 1);
+        assert_eq!(a.queue(), Queue::Shared);
+        assert_eq!(a.strength(), 1.0);
     }
 
     #[test]
     fn k_holds_where_the_queue_sits_at_its_target() {
         let mut a = Auto::new(1, 9, Strength::ONE);
-        ticks(&mut a, 10, 68.0);
+        run(&mut a, Duration::ZERO, 1.0, |_, _| 68.0);
         let k = a.strength();
         assert!(k > 1.0 && k < 9.0, "{k}");
-        // 6.8 ms of queue is the target on a 68 ms path: k stays.
-        assert!(ticks(&mut a, 5, 74.8).is_empty());
+        // 6.8 ms of queue is the target on a 68 ms path: k stays, no question.
+        let asked = run(&mut a, Duration::from_secs(1), 1.0, |_, _| 74.8);
+        assert!(asked.is_empty(), "{asked:?}");
         assert!((a.strength() - k).abs() < 1e-9);
     }
 
     #[test]
     fn the_floor_is_the_fair_share_and_a_view_without_rtt_changes_nothing() {
         let mut a = Auto::new(1, 8, Strength::from_milli(2500).unwrap());
-        ticks(&mut a, 20, 200.0);
+        run(&mut a, Duration::ZERO, 30.0, |_, _| 200.0);
         assert_eq!(a.strength(), 2.5);
         let idle = StreamView {
             stream: 0,
@@ -206,7 +445,8 @@ mod tests {
             bytes: 0,
             info: None,
         };
-        assert!(a.tick(Duration::ZERO, &[idle]).is_empty());
+        assert!(!a.asking());
+        assert!(a.tick(Duration::from_secs(31), &[idle]).is_empty());
         assert_eq!(a.interval(), Duration::from_millis(136));
     }
 }

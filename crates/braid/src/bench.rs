@@ -3,14 +3,13 @@
 
 use std::io::ErrorKind;
 use std::net::Shutdown;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_wire::Message;
 
 use crate::cancel::Cancel;
-use crate::conn::Conn;
+use crate::conn::{Bell, Conn};
 use crate::engine::Life;
 use crate::error::{Error, Result};
 use crate::pacer::Pacer;
@@ -20,8 +19,6 @@ use crate::telemetry::Telemetry;
 const CHUNK: usize = 128 * 1024;
 /// After the sender's close, how long the last bytes of its streams may take to arrive.
 const TAIL: Duration = Duration::from_secs(5);
-/// How often a receiving end waiting for its streams looks for the sender's close.
-const LOOK: Duration = Duration::from_millis(100);
 /// How long a blocked socket call waits before looking for a Ctrl-C again.
 const POLL: Duration = Duration::from_millis(200);
 
@@ -111,8 +108,7 @@ pub fn close_sending(
     wait: Duration,
     tel: &Telemetry,
 ) -> Result<u64> {
-    let want = || n.max(life.started.load(Ordering::SeqCst));
-    life.finished.wait(want, &life.abort, wait);
+    life.tally.wait(|started| n.max(started), &life.abort, wait);
     ctrl.send(&Message::Close { bytes: tel.total() })?;
     match answer(ctrl, life)? {
         Message::Close { bytes } => Ok(bytes),
@@ -146,19 +142,28 @@ pub fn close_receiving(
     tel: &Telemetry,
 ) -> Result<u64> {
     let end = Instant::now() + wait;
+    // Woken by the sender's word, by a stream that starts or finishes here,
+    // or by the session's stop: nothing to look at on a timer.
+    let bell = Arc::new(Bell::new().map_err(|e| Error::io("creating the bench's wake-up", e))?);
+    life.tally.attach(Arc::clone(&bell));
+    let _stopped = life.abort.on_stop({
+        let bell = Arc::clone(&bell);
+        move || bell.ring()
+    });
     loop {
-        let started = life.started.load(Ordering::SeqCst);
+        bell.clear();
+        let c = life.tally.counts();
+        let left = end.saturating_duration_since(Instant::now());
         if life.abort.is_set()
-            || (started > 0 && life.finished.count() >= started)
-            || Instant::now() >= end
-            || ctrl.r.wait_readable(LOOK)
+            || (c.started > 0 && c.finished >= c.started)
+            || left.is_zero()
+            || ctrl.r.wait_readable_or(&bell, left)
         {
             break;
         }
     }
     let said = answer(ctrl, life);
-    let want = || life.started.load(Ordering::SeqCst);
-    life.finished.wait(want, &life.abort, TAIL);
+    life.tally.wait(|started| started, &life.abort, TAIL);
     let sent = match said? {
         Message::Close { bytes } => bytes,
         m => return Err(unexpected("the end of the bench", &m)),

@@ -215,6 +215,12 @@ impl FrameReader {
         !self.reader.buffer().is_empty() || readable(self.reader.get_ref(), timeout)
     }
 
+    /// As [`FrameReader::wait_readable`], and returns early (false) when
+    /// `bell` rings.
+    pub fn wait_readable_or(&self, bell: &Bell, timeout: Duration) -> bool {
+        !self.reader.buffer().is_empty() || readable_or(self.reader.get_ref(), bell, timeout)
+    }
+
     /// Frames above `limit` bytes are refused before any is read; an
     /// unauthenticated peer gets a small one.
     pub fn set_limit(&mut self, limit: u32) {
@@ -362,6 +368,61 @@ pub fn readable(fd: &impl std::os::fd::AsRawFd, timeout: Duration) -> bool {
     };
     // SAFETY: one valid pollfd for the duration of the call.
     unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) > 0 }
+}
+
+/// Wakes a thread that polls a socket, from any other thread, as often as
+/// it likes: an eventfd, readable from the first ring until [`Bell::clear`].
+pub struct Bell(std::os::fd::OwnedFd);
+
+impl Bell {
+    pub fn new() -> io::Result<Bell> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: eventfd takes no pointers; a non-negative result is a new fd we own.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just created and nothing else owns it.
+        Ok(Bell(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    pub fn ring(&self) {
+        use std::os::fd::AsRawFd;
+        let one: u64 = 1;
+        // SAFETY: writes the 8 bytes of `one` to our eventfd. It fails only
+        // when the counter is full, and then a poll sees it readable anyway.
+        unsafe { libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// Takes back every ring so far.
+    pub fn clear(&self) {
+        use std::os::fd::AsRawFd;
+        let mut n: u64 = 0;
+        // SAFETY: reads at most 8 bytes into `n`; a non-blocking eventfd with
+        // nothing rung fails with EAGAIN, which is what "clear" wants.
+        unsafe { libc::read(self.0.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+    }
+}
+
+/// Waits until `fd` is readable (true) or `bell` rings or `timeout` passes (false).
+pub fn readable_or(fd: &impl std::os::fd::AsRawFd, bell: &Bell, timeout: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = [
+        libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: bell.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: two valid pollfds for the duration of the call.
+    let n = unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
+    n > 0 && p[0].revents != 0
 }
 
 /// Aborts a TCP connection with a reset, whoever else holds its descriptor:

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use braid_wire::Message;
 
 use crate::cancel::{Cancel, WakeGuard};
-use crate::conn::{Conn, FrameWriter};
+use crate::conn::{Bell, Conn, FrameWriter};
 use crate::error::{Error, Result};
 use crate::manifest::Source;
 use crate::plan::{StreamControl, MAX_STREAMS};
@@ -71,39 +71,85 @@ pub enum StreamEnd {
     Fatal(Error),
 }
 
-/// Counts finished streams so a control loop can wait for all of them.
+/// Streams under way and streams finished, so a control loop can wait for
+/// all of them. Every change, and the session's stop, wakes whoever waits:
+/// a thread on the condition variable, a poll on an attached bell. Cheap to
+/// clone; every clone is the same tally.
+#[derive(Clone, Default)]
+pub struct Tally(Arc<TallyInner>);
+
 #[derive(Default)]
-pub struct Finished {
-    n: Mutex<usize>,
+struct TallyInner {
+    counts: Mutex<Counts>,
     cv: Condvar,
+    bell: Mutex<Option<Arc<Bell>>>,
 }
 
-impl Finished {
-    pub fn count(&self) -> usize {
-        *self.n.lock().unwrap()
+/// Streams under way that will count in `finished` when they end (the
+/// client's dialling threads, the server's accepted connections; a lost one
+/// does not count), and those that finished.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub started: usize,
+    pub finished: usize,
+}
+
+impl Tally {
+    pub fn counts(&self) -> Counts {
+        *self.0.counts.lock().unwrap()
     }
 
-    fn one(&self) {
-        *self.n.lock().unwrap() += 1;
-        self.cv.notify_all();
+    fn change(&self, f: impl FnOnce(&mut Counts)) {
+        f(&mut self.0.counts.lock().unwrap());
+        self.poke();
     }
 
-    /// Waits until `want()` streams finished (it may grow while streams join),
-    /// the session aborted, or `timeout` passed.
-    pub fn wait(&self, want: impl Fn() -> usize, abort: &Abort, timeout: Duration) -> bool {
+    fn start(&self) {
+        self.change(|c| c.started += 1);
+    }
+
+    fn lost(&self) {
+        self.change(|c| c.started = c.started.saturating_sub(1));
+    }
+
+    fn finish(&self) {
+        self.change(|c| c.finished += 1);
+    }
+
+    /// Wakes every waiter to look again. The lock is taken first, so a waiter
+    /// between its look and its wait cannot miss it.
+    fn poke(&self) {
+        drop(self.0.counts.lock().unwrap());
+        self.0.cv.notify_all();
+        if let Some(b) = self.0.bell.lock().unwrap().as_ref() {
+            b.ring();
+        }
+    }
+
+    /// From now on, every change rings `bell` too.
+    pub fn attach(&self, bell: Arc<Bell>) {
+        *self.0.bell.lock().unwrap() = Some(bell);
+    }
+
+    /// Waits until `want(started)` streams finished (what is wanted may grow
+    /// while streams join), the session stopped, or `timeout` passed.
+    pub fn wait(&self, want: impl Fn(usize) -> usize, abort: &Abort, timeout: Duration) -> bool {
         let end = Instant::now() + timeout;
-        let mut got = self.n.lock().unwrap();
-        while *got < want() {
-            if abort.is_set() || Instant::now() >= end {
+        let _stopped = abort.on_stop({
+            let t = self.clone();
+            move || t.poke()
+        });
+        let mut c = self.0.counts.lock().unwrap();
+        loop {
+            if c.finished >= want(c.started) {
+                return true;
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if abort.is_set() || left.is_zero() {
                 return false;
             }
-            got = self
-                .cv
-                .wait_timeout(got, Duration::from_millis(100))
-                .unwrap()
-                .0;
+            c = self.0.cv.wait_timeout(c, left).unwrap().0;
         }
-        true
     }
 }
 
@@ -111,11 +157,8 @@ impl Finished {
 pub struct Life {
     pub abort: Abort,
     pub done: AtomicBool,
-    pub finished: Finished,
+    pub tally: Tally,
     pub reconnects: AtomicUsize,
-    /// Streams under way that will count in `finished` when they end: the client's
-    /// dialling threads, the server's accepted connections (a lost one does not count).
-    pub started: AtomicUsize,
     /// The caller's signal: firing it stops this session (and says so to the peer).
     pub user: Cancel,
     _linked: WakeGuard,
@@ -129,9 +172,8 @@ impl Life {
             _linked: user.on_cancel(move || stop.cancel()),
             abort,
             done: AtomicBool::new(false),
-            finished: Finished::default(),
+            tally: Tally::default(),
             reconnects: AtomicUsize::new(0),
-            started: AtomicUsize::new(0),
             user: user.clone(),
         }
     }
@@ -157,9 +199,8 @@ impl Life {
             n,
             abort: &self.abort,
             done: &self.done,
-            finished: &self.finished,
+            tally: &self.tally,
             reconnects: &self.reconnects,
-            started: &self.started,
             notes,
         }
     }
@@ -195,9 +236,8 @@ pub struct Streams<'a> {
     pub abort: &'a Abort,
     /// Set when the transfer is over: a stream ending now is no loss.
     pub done: &'a AtomicBool,
-    pub finished: &'a Finished,
+    pub tally: &'a Tally,
     pub reconnects: &'a AtomicUsize,
-    pub started: &'a AtomicUsize,
     pub notes: Notes,
 }
 
@@ -223,7 +263,7 @@ impl Streams<'_> {
         dial: &'e (dyn Fn(usize) -> Result<Conn> + Sync),
         work: &'e (dyn Fn(usize, Conn) -> StreamEnd + Sync),
     ) {
-        self.started.fetch_add(1, Ordering::SeqCst);
+        self.tally.start();
         scope.spawn(move || {
             let mut failures = 0;
             while !self.abort.is_set() && !self.done.load(Ordering::SeqCst) {
@@ -261,7 +301,7 @@ impl Streams<'_> {
                     }
                 }
             }
-            self.finished.one();
+            self.tally.finish();
         });
     }
 
@@ -296,12 +336,12 @@ impl Streams<'_> {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                 }
                 seen[i] = true;
-                self.started.fetch_add(1, Ordering::SeqCst);
+                self.tally.start();
                 scope.spawn(move || match work(i, conn) {
-                    StreamEnd::Finished => self.finished.one(),
+                    StreamEnd::Finished => self.tally.finish(),
                     StreamEnd::Fatal(e) => self.abort.fail(e),
                     StreamEnd::Lost(why) => {
-                        self.started.fetch_sub(1, Ordering::SeqCst);
+                        self.tally.lost();
                         if !self.done.load(Ordering::SeqCst) {
                             self.notes.say(
                                 "stream_lost",
@@ -504,6 +544,7 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
         match s {
             Steering::Streams(n) => shared.with_core(|c| c.set_streams(*n)),
             Steering::Control(i, c) => (h.apply)(*i, c)?,
+            Steering::Pace(i, rate) => pace(&shared.tel, *i, *rate),
         }
     }
     if !asked.is_empty() {
@@ -511,6 +552,15 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
         report_steer(&*h.steer, elapsed, streams, notes);
     }
     Ok(())
+}
+
+/// Caps (or frees) a stream's live socket's sending rate. A stream that has
+/// no connection now, or whose socket refuses, is left as it is: a probe
+/// learns less from it, and the transfer goes on.
+fn pace(tel: &Telemetry, i: usize, rate: Option<u64>) {
+    tel.with_socket(i, |sock| {
+        let _ = braid_cc::set_max_pacing_rate(std::os::fd::AsFd::as_fd(sock), rate);
+    });
 }
 
 /// A `steer` record on the JSON output, when the steer has a state to tell.
@@ -523,6 +573,7 @@ fn report_steer(steer: &dyn Steer, elapsed: Duration, streams: usize, notes: Not
             strength: st.strength.map(round3),
             queue_ms: st.queue_us.map(|q| round3(q as f64 / 1000.0)),
             utility: st.utility.map(round3),
+            shared: st.shared,
         });
     }
 }
@@ -559,6 +610,7 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
                         set(*n)
                     }
                 }
+                Steering::Pace(i, rate) => pace(hook.tel, *i, *rate),
             }
         }
         if !asked.is_empty() {
@@ -732,4 +784,82 @@ pub fn send_held(ctrl: &mut Conn, shared: &RecvShared) -> Result<()> {
 /// A channel for the sending end's events.
 pub fn events() -> (Sender<Event>, Receiver<Event>) {
     mpsc::channel()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tally_wait_ends_when_the_streams_finish_or_the_session_stops_not_on_a_timer() {
+        let t = Tally::default();
+        t.start();
+        t.start();
+        let abort = Abort::default();
+        let long = Duration::from_secs(30);
+        thread::scope(|s| {
+            s.spawn(|| {
+                thread::sleep(Duration::from_millis(20));
+                t.finish();
+                thread::sleep(Duration::from_millis(20));
+                t.finish();
+            });
+            let began = Instant::now();
+            assert!(t.wait(|started| started, &abort, long));
+            assert!(began.elapsed() < long / 2);
+        });
+        assert_eq!(
+            t.counts(),
+            Counts {
+                started: 2,
+                finished: 2
+            }
+        );
+        // A third stream joins: what is wanted grows; a stop ends the wait.
+        t.start();
+        thread::scope(|s| {
+            s.spawn(|| {
+                thread::sleep(Duration::from_millis(20));
+                abort.stop();
+            });
+            let began = Instant::now();
+            assert!(!t.wait(|started| started, &abort, long));
+            assert!(began.elapsed() < long / 2);
+        });
+        t.lost();
+        assert_eq!(
+            t.counts(),
+            Counts {
+                started: 2,
+                finished: 2
+            }
+        );
+    }
+
+    #[test]
+    fn an_attached_bell_rings_on_every_change() {
+        let t = Tally::default();
+        let bell = Arc::new(Bell::new().unwrap());
+        t.attach(Arc::clone(&bell));
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(!crate::conn::readable_or(&a, &bell, Duration::ZERO));
+        t.start();
+        let began = Instant::now();
+        // The bell, not the socket: false, at once.
+        assert!(!crate::conn::readable_or(
+            &a,
+            &bell,
+            Duration::from_secs(30)
+        ));
+        assert!(began.elapsed() < Duration::from_secs(15));
+        // Cleared, it stays quiet; the socket's data is told apart from it.
+        bell.clear();
+        assert!(!crate::conn::readable_or(
+            &a,
+            &bell,
+            Duration::from_millis(5)
+        ));
+        std::io::Write::write_all(&mut b, b"x").unwrap();
+        assert!(crate::conn::readable_or(&a, &bell, Duration::from_secs(30)));
+    }
 }

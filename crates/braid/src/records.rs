@@ -113,6 +113,9 @@ pub struct Steered {
     pub queue_ms: Option<f64>,
     /// Falcon: the utility of the probe that just ended.
     pub utility: Option<f64>,
+    /// Auto: whether its latest drain probe found others holding the queue
+    /// (null before the first probe).
+    pub shared: Option<bool>,
 }
 
 /// `braid traffic udp`'s account of what it sent.
@@ -363,6 +366,7 @@ mod tests {
                 strength: Some(3.25),
                 queue_ms: Some(1.5),
                 utility: None,
+                shared: Some(true),
             }),
             line(&Summary {
                 kind: "send",

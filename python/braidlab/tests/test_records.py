@@ -48,3 +48,16 @@ def test_a_record_that_does_not_match_its_dataclass_is_refused(change):
         rec["type"] = "pong"
     with pytest.raises(ValueError):
         records.parse(json.dumps(rec))
+
+
+def test_a_trace_counts_each_streams_payload_from_the_time_asked():
+    def sample(t, stream, acked):
+        return {"type": "trace_sample", "t": t, "stream": stream, "info": {"bytes_acked": acked}}
+
+    t = Trace(samples=[sample(0.5, 0, 0), sample(1.0, 0, 10**6), sample(2.0, 0, 3 * 10**6),
+                       sample(0.5, 1, 0), sample(1.0, 1, 0), sample(2.0, 1, 10**6)])
+    # From 1 s: stream 0 moved 2 MB and stream 1 1 MB in one second, 24 Mb/s in all.
+    assert t.mbps_from(1.0) == pytest.approx(24.0)
+    assert t.mbps_from(0.0) == pytest.approx(32.0 / 1.5)
+    with pytest.raises(ValueError, match="fewer than two samples"):
+        t.mbps_from(1.5)

@@ -28,6 +28,8 @@ pub struct SteerState {
     pub strength: Option<f64>,
     pub queue_us: Option<u32>,
     pub utility: Option<f64>,
+    /// Whether others share the path's queue, as the steer last found (auto).
+    pub shared: Option<bool>,
 }
 
 /// What a steer asks for.
@@ -38,6 +40,10 @@ pub enum Steering {
     /// Give stream `i` this control: now on its live socket, and on every
     /// connection it makes later (also one that has not joined yet).
     Control(usize, StreamControl),
+    /// Cap stream `i`'s live socket's sending rate, in bytes per second
+    /// (SO_MAX_PACING_RATE); `None` lifts the cap. Only the connection it
+    /// has now: a cap is a moment's measure, not the stream's setting.
+    Pace(usize, Option<u64>),
 }
 
 pub trait Steer: Send {
