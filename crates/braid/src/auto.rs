@@ -15,9 +15,12 @@
 //! Whose queue it is, the group asks the path by yielding: for 5 s every
 //! stream sends at most 70 % of its rate (SO_MAX_PACING_RATE on the live
 //! sockets). Flows that back off also grow back (Reno by a packet per RTT
-//! each) and take the room the group leaves, so a queue stands again at the
-//! end; traffic that does not back off does not grow either, and the queue
-//! is gone. Asking costs the yield's 30 % for 5 s, every 30 s while the
+//! each) and take the room the group leaves, so a queue stands again for
+//! much of the yield's second half (more than a quarter of its ticks: not
+//! one reading, as others' synchronised losses empty the queue for a while);
+//! traffic that does not back off does not grow either, and the queue is
+//! gone but for a stiff source's swings. The first question waits 5 s, past
+//! the streams' slow start. Asking costs the yield's 30 % for 5 s, every 30 s while the
 //! queue is the group's own and every 10 to 20 s while others share it; it
 //! is what finds flows that arrive while the group runs strong (beside a
 //! group of strength 9, 5 Reno flows hold a third of the path and cannot
@@ -55,10 +58,15 @@ const HYSTERESIS: f64 = 0.02;
 /// A yield: how long, and the share of its rate each stream keeps.
 const YIELD_FOR: Duration = Duration::from_secs(5);
 const YIELD_SHARE: f64 = 0.7;
+/// The share of the yield's second half in which a queue must stand for the
+/// room to count as taken.
+const TAKEN_SHARE: f64 = 0.25;
 /// Between questions: while the queue is the group's own; while others share
 /// it (doubling from the first to the second while they stay); once a queue
 /// others held falls away.
 const OWN_FOR: Duration = Duration::from_secs(30);
+/// The first question waits until the streams' slow start is over.
+const FIRST_ASK: Duration = Duration::from_secs(5);
 const SHARED_FOR: Duration = Duration::from_secs(10);
 const SHARED_FOR_MAX: Duration = Duration::from_secs(20);
 const AGAIN_AFTER: Duration = Duration::from_secs(5);
@@ -84,8 +92,10 @@ pub struct Auto {
     /// The last tick's queueing delay, for reports.
     pub queue_us: u32,
     queue: Queue,
-    /// While the group yields: until when.
+    /// While the group yields: until when, and the queue at each tick of its
+    /// second half.
     yielding: Option<Duration>,
+    seen: Vec<u32>,
     /// When the next question may be asked (once a queue stands).
     next_ask: Duration,
     shared_gap: Duration,
@@ -108,7 +118,8 @@ impl Auto {
             queue_us: 0,
             queue: Queue::Unknown,
             yielding: None,
-            next_ask: Duration::ZERO,
+            seen: Vec::new(),
+            next_ask: FIRST_ASK,
             shared_gap: SHARED_FOR,
             paced: Vec::new(),
         }
@@ -159,6 +170,7 @@ impl Auto {
     fn begin_yield(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         let live = live(streams);
         self.yielding = Some(elapsed + YIELD_FOR);
+        self.seen.clear();
         self.paced = live.iter().map(|(s, _)| *s).collect();
         live.iter()
             .map(|(s, i)| Steering::Pace(*s, Some((rate(i) * YIELD_SHARE).max(1.0) as u64)))
@@ -231,11 +243,20 @@ impl Steer for Auto {
         self.queue_us = queue;
         let standing = queue as f64 > Self::target_us(base as f64);
         if let Some(until) = self.yielding {
+            if elapsed + YIELD_FOR / 2 >= until {
+                self.seen.push(queue);
+            }
             if elapsed < until {
                 return Vec::new();
             }
-            // Nobody took the room the group gave up: the queue was its own.
-            let answer = if standing { Queue::Shared } else { Queue::Own };
+            // Others took the room when a queue stood for more than a quarter
+            // of the yield's second half: not one reading (others' synchronised
+            // losses empty the queue for a while), and not a moment's (a stiff
+            // source's swing fills some of the room for some of the time).
+            let target = Self::target_us(base as f64);
+            let stood = self.seen.iter().filter(|q| **q as f64 > target).count();
+            let taken = stood as f64 > TAKEN_SHARE * self.seen.len() as f64;
+            let answer = if taken { Queue::Shared } else { Queue::Own };
             return self.conclude(elapsed, answer);
         }
         if !standing && self.queue == Queue::Shared {
@@ -361,8 +382,12 @@ mod tests {
     #[test]
     fn a_yield_caps_every_stream_at_seventy_percent_for_five_seconds() {
         let mut a = Auto::new(1, 4, Strength::ONE);
-        // 40 ms of queue from the first tick: the question at once.
-        let asked = a.tick(Duration::ZERO, &views(108.0));
+        // No question during the first 5 s (slow start), whatever the queue.
+        assert!(run(&mut a, Duration::ZERO, 4.9, |_, _| 108.0)
+            .iter()
+            .all(|s| !matches!(s, Steering::Pace(..))));
+        // 40 ms of queue after that: the question.
+        let asked = a.tick(Duration::from_secs(5), &views(108.0));
         assert!(a.asking());
         let cap = |i: u32| ((100 + i) as f64 * 1448.0 / 0.108 * 0.7) as u64;
         assert_eq!(
@@ -372,11 +397,13 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         // Nothing changes while it yields, k included.
-        assert!(a
-            .tick(Duration::from_millis(4_900), &views(108.0))
-            .is_empty());
-        // The queue stood again at the end: others took the room. Every cap comes off.
-        let end = a.tick(Duration::from_secs(5), &views(108.0));
+        let k = a.strength();
+        for ms in [7_500, 8_000, 9_900] {
+            assert!(a.tick(Duration::from_millis(ms), &views(108.0)).is_empty());
+        }
+        assert_eq!(a.strength(), k);
+        // The queue stood again: others took the room. Every cap comes off.
+        let end = a.tick(Duration::from_secs(10), &views(108.0));
         assert_eq!(
             end,
             (0..4).map(|i| Steering::Pace(i, None)).collect::<Vec<_>>()
@@ -416,10 +443,30 @@ mod tests {
         );
         assert_eq!(yields(&asked), 1, "the answer holds 30 s");
         // Then Reno flows arrive and grow into the next yield's room.
-        let asked = run(&mut a, Duration::from_secs(30), 12.0, |_, _| 108.0);
+        let asked = run(&mut a, Duration::from_secs(30), 17.0, |_, _| 108.0);
         assert_eq!(yields(&asked), 1);
         assert_eq!(a.queue(), Queue::Shared);
         assert_eq!(a.strength(), 1.0);
+    }
+
+    #[test]
+    fn a_moment_of_queue_in_a_yield_is_a_swing_and_a_quarter_of_it_is_others() {
+        // The yield runs from 5 s to 10 s; its second half from 7.5 s.
+        let answer = |stood_ms: u64| {
+            let mut a = Auto::new(1, 9, Strength::ONE);
+            run(&mut a, Duration::ZERO, 10.1, |t, yielding| {
+                let swing = t >= Duration::from_millis(8_000)
+                    && t < Duration::from_millis(8_000 + stood_ms);
+                if yielding && !swing {
+                    69.0
+                } else {
+                    108.0
+                }
+            });
+            a.queue()
+        };
+        assert_eq!(answer(400), Queue::Own, "a stiff source's swing");
+        assert_eq!(answer(900), Queue::Shared, "more than a quarter of 2.5 s");
     }
 
     #[test]
