@@ -188,12 +188,13 @@ def test_auto_gives_way_when_reno_flows_arrive_and_takes_the_path_back_when_they
     (r,) = _table(out)
     record(**{k: round(r[k], 2) for k in ("mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s",
                                            "settle_leave_s", "cross_mbps")})
-    # Alone on the path it fills it; when five Reno flows arrive it gives way, and when they leave
-    # it takes the path back. How far it gives way in 12 s is recorded, not asserted: the strength
-    # drops at once, but the group's windows shrink only by its loss events (Eq. 9), one every few
-    # seconds on this path (README, "--mode auto").
-    assert r["mbps_alone"] > 80
-    assert r["mbps_beside"] < 0.75 * r["mbps_alone"] and r["mbps_after"] > 1.2 * r["mbps_beside"]
+    # Alone on the path it fills it, less the yield that asks whose the queue is (30 % of 5 of
+    # the first 12 s); the five Reno flows take their part when they arrive, and when they leave
+    # it takes the path back. Whether it finds them and keeps to one flow's share is not asked in
+    # 12 s: its next question comes 30 s after the first (README, "--mode auto"; the 180 s
+    # tcp-arrive cell in results/ and braid-sim's arrival test measure that).
+    assert r["mbps_alone"] > 70
+    assert r["mbps_beside"] < 0.85 * r["mbps_alone"] and r["mbps_after"] > 1.2 * r["mbps_beside"]
     assert r["settle_arrive_s"] is not None and r["settle_leave_s"] is not None
 
 

@@ -19,8 +19,9 @@
 //! much of the yield's second half (more than a quarter of its ticks: not
 //! one reading, as others' synchronised losses empty the queue for a while);
 //! traffic that does not back off does not grow either, and the queue is
-//! gone but for a stiff source's swings. The first question waits 5 s, past
-//! the streams' slow start. Asking costs the yield's 30 % for 5 s, every 30 s while the
+//! gone but for a stiff source's swings. The first question waits 20 s, past
+//! the streams' slow start, so that a short transfer does not pay for it.
+//! Asking costs the yield's 30 % for 5 s, every 30 s while the
 //! queue is the group's own and every 10 to 20 s while others share it; it
 //! is what finds flows that arrive while the group runs strong (beside a
 //! group of strength 9, 5 Reno flows hold a third of the path and cannot
@@ -65,8 +66,10 @@ const TAKEN_SHARE: f64 = 0.25;
 /// it (doubling from the first to the second while they stay); once a queue
 /// others held falls away.
 const OWN_FOR: Duration = Duration::from_secs(30);
-/// The first question waits until the streams' slow start is over.
-const FIRST_ASK: Duration = Duration::from_secs(5);
+/// The first question waits 20 s: past the streams' slow start, and a
+/// transfer shorter than that does not pay for it (until then the group
+/// behaves as if others held the queue).
+const FIRST_ASK: Duration = Duration::from_secs(20);
 const SHARED_FOR: Duration = Duration::from_secs(10);
 const SHARED_FOR_MAX: Duration = Duration::from_secs(20);
 const AGAIN_AFTER: Duration = Duration::from_secs(5);
@@ -314,6 +317,26 @@ mod tests {
         }
     }
 
+    /// An Auto whose first question comes at 5 s, to keep the tests short.
+    fn asks_at_5(group: u64, streams: usize, fair_share: Strength) -> Auto {
+        let mut a = Auto::new(group, streams, fair_share);
+        a.next_ask = Duration::from_secs(5);
+        a
+    }
+
+    #[test]
+    fn the_first_question_waits_twenty_seconds() {
+        let mut a = Auto::new(1, 9, Strength::ONE);
+        let early = run(&mut a, Duration::ZERO, 19.9, |_, _| 108.0);
+        assert_eq!(yields(&early), 0);
+        assert_eq!(
+            a.strength(),
+            1.0,
+            "meanwhile others are assumed to hold the queue"
+        );
+        assert_eq!(yields(&a.tick(Duration::from_secs(20), &views(108.0))), 1);
+    }
+
     fn views(srtt_ms: f64) -> Vec<StreamView> {
         (0..4).map(|i| view(i, srtt_ms, 68.0)).collect()
     }
@@ -355,7 +378,7 @@ mod tests {
 
     #[test]
     fn no_queue_raises_k_to_the_stream_count_without_asking() {
-        let mut a = Auto::new(7, 4, Strength::ONE);
+        let mut a = asks_at_5(7, 4, Strength::ONE);
         assert_eq!(a.strength(), 1.0);
         let asked = run(&mut a, Duration::ZERO, 10.0, |_, _| 68.5);
         assert_eq!(
@@ -381,8 +404,8 @@ mod tests {
 
     #[test]
     fn a_yield_caps_every_stream_at_seventy_percent_for_five_seconds() {
-        let mut a = Auto::new(1, 4, Strength::ONE);
-        // No question during the first 5 s (slow start), whatever the queue.
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        // No question before the first is due, whatever the queue.
         assert!(run(&mut a, Duration::ZERO, 4.9, |_, _| 108.0)
             .iter()
             .all(|s| !matches!(s, Steering::Pace(..))));
@@ -415,7 +438,7 @@ mod tests {
 
     #[test]
     fn a_queue_others_hold_brings_k_to_the_floor_and_questions_grow_rarer() {
-        let mut a = Auto::new(1, 4, Strength::ONE);
+        let mut a = asks_at_5(1, 4, Strength::ONE);
         run(&mut a, Duration::ZERO, 10.0, |_, _| 68.5);
         assert_eq!(a.strength(), 4.0);
         // Others arrive and keep 40 ms standing, yield or not.
@@ -430,7 +453,7 @@ mod tests {
 
     #[test]
     fn a_queue_that_goes_when_the_group_yields_is_its_own_until_others_take_the_room() {
-        let mut a = Auto::new(1, 9, Strength::ONE);
+        let mut a = asks_at_5(1, 9, Strength::ONE);
         // Stiff traffic beside the group: 40 ms of queue, none while the group yields.
         let stiff = |_: Duration, yielding: bool| if yielding { 69.0 } else { 108.0 };
         let asked = run(&mut a, Duration::ZERO, 30.0, stiff);
@@ -453,7 +476,7 @@ mod tests {
     fn a_moment_of_queue_in_a_yield_is_a_swing_and_a_quarter_of_it_is_others() {
         // The yield runs from 5 s to 10 s; its second half from 7.5 s.
         let answer = |stood_ms: u64| {
-            let mut a = Auto::new(1, 9, Strength::ONE);
+            let mut a = asks_at_5(1, 9, Strength::ONE);
             run(&mut a, Duration::ZERO, 10.1, |t, yielding| {
                 let swing = t >= Duration::from_millis(8_000)
                     && t < Duration::from_millis(8_000 + stood_ms);
@@ -471,7 +494,7 @@ mod tests {
 
     #[test]
     fn k_holds_where_the_queue_sits_at_its_target() {
-        let mut a = Auto::new(1, 9, Strength::ONE);
+        let mut a = asks_at_5(1, 9, Strength::ONE);
         run(&mut a, Duration::ZERO, 1.0, |_, _| 68.0);
         let k = a.strength();
         assert!(k > 1.0 && k < 9.0, "{k}");
@@ -483,7 +506,7 @@ mod tests {
 
     #[test]
     fn the_floor_is_the_fair_share_and_a_view_without_rtt_changes_nothing() {
-        let mut a = Auto::new(1, 8, Strength::from_milli(2500).unwrap());
+        let mut a = asks_at_5(1, 8, Strength::from_milli(2500).unwrap());
         run(&mut a, Duration::ZERO, 30.0, |_, _| 200.0);
         assert_eq!(a.strength(), 2.5);
         let idle = StreamView {
