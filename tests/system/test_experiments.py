@@ -192,9 +192,11 @@ def test_auto_gives_way_when_reno_flows_arrive_and_takes_the_path_back_when_they
     # when they leave it takes the path back. Its first question (whose the queue is) comes 20 s
     # in, while they are there; how close to one flow's share it then keeps is not asked of one
     # 12 s phase (README, "--mode auto"; the 180 s tcp-arrive cell in results/ and braid-sim's
-    # arrival test measure that). The bounds leave room for a yield (30 % for 5 s) in any phase.
+    # arrival test measure that). The bounds leave room for a yield (30 % for 5 s) in any phase,
+    # and for a group that found them and starts the last phase at one flow's strength (after /
+    # beside was 1.21 and 1.35 in two runs so, 1.40-1.56 when it asked first at 5 s).
     assert r["mbps_alone"] > 70
-    assert r["mbps_beside"] < 0.85 * r["mbps_alone"] and r["mbps_after"] > 1.2 * r["mbps_beside"]
+    assert r["mbps_beside"] < 0.85 * r["mbps_alone"] and r["mbps_after"] > 1.1 * r["mbps_beside"]
     assert r["settle_arrive_s"] is not None and r["settle_leave_s"] is not None
 
 
