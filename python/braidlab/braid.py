@@ -115,12 +115,11 @@ def share_against_reno(sender, target: str, group_cc: str, seconds: float, strea
     same sender; returns (aggregate Mb/s of the group, Mb/s of the Reno stream), counted
     from `omit` seconds on (the start, where five flows slow-start into one queue and a
     flow's early timeouts decide much of a short run, left out)."""
-    if omit <= 0:
-        a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, summary_only=True))
-        b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, summary_only=True))
-        ta, tb = finish(a, seconds + 30), finish(b, seconds + 30)
-        return ta.total["mbps"], tb.total["mbps"]
-    a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, interval_ms=500))
-    b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, interval_ms=500))
+    # Counting from the start needs only the totals; from later on, samples.
+    kw = {"summary_only": True} if omit <= 0 else {"interval_ms": 500}
+    a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, **kw))
+    b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, **kw))
     ta, tb = finish(a, seconds + 30), finish(b, seconds + 30)
+    if omit <= 0:
+        return ta.total["mbps"], tb.total["mbps"]
     return ta.mbps_from(omit), tb.mbps_from(omit)

@@ -62,14 +62,14 @@ const YIELD_SHARE: f64 = 0.7;
 /// The share of the yield's second half in which a queue must stand for the
 /// room to count as taken.
 const TAKEN_SHARE: f64 = 0.25;
-/// Between questions: while the queue is the group's own; while others share
-/// it (doubling from the first to the second while they stay); once a queue
-/// others held falls away.
-const OWN_FOR: Duration = Duration::from_secs(30);
 /// The first question waits 20 s: past the streams' slow start, and a
 /// transfer shorter than that does not pay for it (until then the group
 /// behaves as if others held the queue).
 const FIRST_ASK: Duration = Duration::from_secs(20);
+/// Between questions: while the queue is the group's own; while others share
+/// it (doubling from the first to the second while they stay); once a queue
+/// others held falls away.
+const OWN_FOR: Duration = Duration::from_secs(30);
 const SHARED_FOR: Duration = Duration::from_secs(10);
 const SHARED_FOR_MAX: Duration = Duration::from_secs(20);
 const AGAIN_AFTER: Duration = Duration::from_secs(5);
@@ -244,7 +244,8 @@ impl Steer for Auto {
             return Vec::new();
         };
         self.queue_us = queue;
-        let standing = queue as f64 > Self::target_us(base as f64);
+        let target = Self::target_us(base as f64);
+        let standing = queue as f64 > target;
         if let Some(until) = self.yielding {
             if elapsed + YIELD_FOR / 2 >= until {
                 self.seen.push(queue);
@@ -256,7 +257,6 @@ impl Steer for Auto {
             // of the yield's second half: not one reading (others' synchronised
             // losses empty the queue for a while), and not a moment's (a stiff
             // source's swing fills some of the room for some of the time).
-            let target = Self::target_us(base as f64);
             let stood = self.seen.iter().filter(|q| **q as f64 > target).count();
             let taken = stood as f64 > TAKEN_SHARE * self.seen.len() as f64;
             let answer = if taken { Queue::Shared } else { Queue::Own };

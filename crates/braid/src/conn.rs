@@ -361,13 +361,7 @@ impl FrameReader {
 /// Whether `fd` has something to read (a connection to accept, for a
 /// listener) within `timeout`.
 pub fn readable(fd: &impl std::os::fd::AsRawFd, timeout: Duration) -> bool {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) > 0 }
+    poll_in(fd, None, timeout)
 }
 
 /// Wakes a thread that polls a socket, from any other thread, as often as
@@ -406,23 +400,26 @@ impl Bell {
 
 /// Waits until `fd` is readable (true) or `bell` rings or `timeout` passes (false).
 pub fn readable_or(fd: &impl std::os::fd::AsRawFd, bell: &Bell, timeout: Duration) -> bool {
+    poll_in(fd, Some(bell), timeout)
+}
+
+/// One poll for input on `fd` and, if given, `bell`; true when `fd` has some.
+fn poll_in(fd: &impl std::os::fd::AsRawFd, bell: Option<&Bell>, timeout: Duration) -> bool {
     use std::os::fd::AsRawFd;
+    let pollfd = |fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let mut p = [
-        libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: bell.0.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
+        pollfd(fd.as_raw_fd()),
+        pollfd(bell.map_or(-1, |b| b.0.as_raw_fd())),
     ];
+    let n = if bell.is_some() { 2 } else { 1 };
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: two valid pollfds for the duration of the call.
-    let n = unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
-    n > 0 && p[0].revents != 0
+    // SAFETY: `n` valid pollfds for the duration of the call.
+    let ready = unsafe { libc::poll(p.as_mut_ptr(), n, ms) };
+    ready > 0 && p[0].revents != 0
 }
 
 /// Aborts a TCP connection with a reset, whoever else holds its descriptor:
