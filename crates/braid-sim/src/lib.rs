@@ -19,7 +19,8 @@
 //!   window like a loss, where Linux would restart from one packet;
 //! - no delayed ACKs, no receive window; pacing only where a steer caps a
 //!   flow's rate (one packet per interval, as the kernel paces under
-//!   SO_MAX_PACING_RATE);
+//!   SO_MAX_PACING_RATE), and a paced flow that does not fill its window
+//!   does not grow it (the kernel's tcp_is_cwnd_limited);
 //! - a stiff flow (UDP that does not back off) sends at its rate, a constant
 //!   or a sinusoid, and is never retransmitted.
 
@@ -149,6 +150,8 @@ struct Sender {
     /// Payload packets that reached the receiver.
     delivered: u64,
     losses: u64,
+    /// Packets found lost (by three later ones acknowledged, or a timeout).
+    lost: u64,
     /// A steer's rate cap, as ns between packets; and when the next may go
     /// (also a stiff flow's clock).
     pace_gap_ns: Option<u64>,
@@ -185,6 +188,10 @@ pub struct FlowView {
     pub delivered: u64,
     /// Its window, packets.
     pub cwnd: u32,
+    /// Packets sent and packets found lost (TCP_INFO's data_segs_out and
+    /// total_retrans: each lost packet's data goes again).
+    pub sent: u64,
+    pub lost: u64,
 }
 
 /// What a steer asks of a run.
@@ -234,6 +241,7 @@ impl Run {
                     active: false,
                     delivered: 0,
                     losses: 0,
+                    lost: 0,
                     pace_gap_ns: None,
                     next_send_ns: f.start_ns,
                 })
@@ -359,6 +367,8 @@ impl Run {
                 min_srtt_ns: s.min_srtt_ns,
                 delivered: s.delivered,
                 cwnd: s.win.cwnd(),
+                sent: s.next_seq,
+                lost: s.lost,
             })
             .collect()
     }
@@ -451,6 +461,7 @@ impl Run {
         }
         self.reduce(i, now);
         let s = &mut self.senders[i];
+        s.lost += s.outstanding.len() as u64;
         s.outstanding.clear();
         s.recovery_until = Some(s.next_seq);
         s.last_ack_ns = now;
@@ -481,6 +492,10 @@ impl Run {
         let Some(pos) = s.outstanding.iter().position(|(q, _)| *q == p.seq) else {
             return;
         };
+        // A window grows only while the sender fills it (the kernel's
+        // tcp_is_cwnd_limited): a paced flow below its window does not.
+        let filled =
+            s.pace_gap_ns.is_none() || s.outstanding.len() as u64 + 1 >= s.win.cwnd() as u64;
         s.outstanding.remove(pos);
         // Packets sent DUPTHRESH or more before this one and not yet acknowledged are lost.
         let mut lost = 0;
@@ -492,6 +507,7 @@ impl Run {
             s.outstanding.pop_front();
             lost += 1;
         }
+        s.lost += lost;
         if s.recovery_until.is_some_and(|r| p.seq >= r) {
             s.recovery_until = None;
         }
@@ -504,7 +520,7 @@ impl Run {
             return;
         }
         let s = &mut self.senders[i];
-        if s.recovery_until.is_none() && s.active {
+        if s.recovery_until.is_none() && s.active && filled {
             if s.spec.arith == Arith::Htcp {
                 s.win.htcp_sample(now / 1000, (rtt / 1000) as u32);
             }

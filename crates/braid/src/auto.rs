@@ -30,6 +30,17 @@
 //! on a long path: a packet per RTT against a third of the group's window)
 //! stay small beside a strong group; the group finds the room untaken.
 //!
+//! Found sharing, a group that ran strong before the others came would come
+//! down only by halving at each of its loss events (beside 5 Reno flows on a
+//! 68 ms path, from 60 % of the path to a sixth in about 30 s). So while
+//! others share the path the group's rate is capped at what `--fair-share`
+//! Reno flows take at the loss rate its streams see (Mathis, with p the loss
+//! events per packet over the last 20 s), and below the cap TCP-P's k = 1
+//! does the rest. The cap comes off when a question finds the room untaken,
+//! or when no queue has stood for 5 s (a capped group builds none to ask
+//! about once the others leave; beside Reno flows one stands again within
+//! about two seconds of their losses).
+//!
 //! A drain probe (caps that leave the path nearly idle for a few RTTs, as
 //! BBR drains to see the propagation delay) was measured first and dropped:
 //! a queue that drains says only that the others' windows hold less than
@@ -41,10 +52,12 @@
 //! is the group's own, down by at most 30 % when a queue not known to be the
 //! group's is twice the target.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use braid_cc::{SocketSettings, Strength};
 
+use crate::model::{mathis_bps, C_PERIODIC};
 use crate::plan::StreamControl;
 use crate::proto::steer::{Steer, SteerState, Steering, StreamView};
 
@@ -73,6 +86,13 @@ const OWN_FOR: Duration = Duration::from_secs(30);
 const SHARED_FOR: Duration = Duration::from_secs(10);
 const SHARED_FOR_MAX: Duration = Duration::from_secs(20);
 const AGAIN_AFTER: Duration = Duration::from_secs(5);
+/// While others share the path, the group's rate is capped at what `floor`
+/// Reno flows take at the rate of loss events its streams saw over this long
+/// (Mathis), once they saw this many; the caps are retold when the share
+/// moved by more than a tenth.
+const FAIR_OVER: Duration = Duration::from_secs(20);
+const FAIR_MIN_EVENTS: u64 = 2;
+const FAIR_RETELL: f64 = 0.1;
 
 /// Whose the standing queue is, by the latest question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,8 +122,17 @@ pub struct Auto {
     /// When the next question may be asked (once a queue stands).
     next_ask: Duration,
     shared_gap: Duration,
-    /// Streams whose rate is capped now.
+    /// Streams whose rate is capped now, by a yield or the fair share.
     paced: Vec<usize>,
+    /// The group's packets sent and loss events so far, at each tick of the
+    /// last FAIR_OVER; and the packets lost by the last tick.
+    book: VecDeque<(Duration, u64, u64)>,
+    lost: Option<u64>,
+    losing: bool,
+    /// Since when no queue has stood.
+    clear_since: Option<Duration>,
+    /// The fair share the streams' caps were last set from, bytes per second.
+    fair_told: Option<f64>,
 }
 
 impl Auto {
@@ -125,6 +154,11 @@ impl Auto {
             next_ask: FIRST_ASK,
             shared_gap: SHARED_FOR,
             paced: Vec::new(),
+            book: VecDeque::new(),
+            lost: None,
+            losing: false,
+            clear_since: None,
+            fair_told: None,
         }
     }
 
@@ -175,13 +209,25 @@ impl Auto {
         self.yielding = Some(elapsed + YIELD_FOR);
         self.seen.clear();
         self.paced = live.iter().map(|(s, _)| *s).collect();
+        // A stream held at the fair share sends less than its window says.
+        let held = self
+            .fair_told
+            .map_or(f64::INFINITY, |f| f / live.len() as f64);
         live.iter()
-            .map(|(s, i)| Steering::Pace(*s, Some((rate(i) * YIELD_SHARE).max(1.0) as u64)))
+            .map(|(s, i)| {
+                let cap = rate(i).min(held) * YIELD_SHARE;
+                Steering::Pace(*s, Some(cap.max(1.0) as u64))
+            })
             .collect()
     }
 
-    /// The answer; the caps come off.
-    fn conclude(&mut self, elapsed: Duration, answer: Queue) -> Vec<Steering> {
+    /// The answer: the yield's caps come off, or become the fair share's.
+    fn conclude(
+        &mut self,
+        elapsed: Duration,
+        answer: Queue,
+        streams: &[StreamView],
+    ) -> Vec<Steering> {
         self.yielding = None;
         if answer == Queue::Own {
             self.next_ask = elapsed + OWN_FOR;
@@ -193,10 +239,108 @@ impl Auto {
             self.next_ask = elapsed + self.shared_gap;
         }
         self.queue = answer;
+        if answer == Queue::Shared {
+            return self.fair(streams, true);
+        }
+        self.fair_told = None;
         self.paced
             .drain(..)
             .map(|s| Steering::Pace(s, None))
             .collect()
+    }
+
+    /// No queue has stood for AGAIN_AFTER while others shared the path: they
+    /// left (beside Reno flows a queue stands again within about two seconds
+    /// of their losses). A group held at its share would build none to ask
+    /// about, so the caps come off and the group starts over as on a new
+    /// path: the strength rises while no queue stands, and the queue it
+    /// builds is asked about AGAIN_AFTER later.
+    fn released(&mut self, elapsed: Duration) -> Vec<Steering> {
+        self.queue = Queue::Unknown;
+        self.fair_told = None;
+        self.clear_since = None;
+        self.shared_gap = SHARED_FOR;
+        self.next_ask = elapsed + AGAIN_AFTER;
+        self.paced
+            .drain(..)
+            .map(|s| Steering::Pace(s, None))
+            .collect()
+    }
+
+    /// Notes the group's packets sent and its loss events: a tick in which
+    /// its streams lost packets after one in which they lost none. Mathis'
+    /// p counts events (a window's halving), not packets: a burst (flows
+    /// arriving in slow start) costs many packets but one halving, and
+    /// counting its packets would put the share far below the others'.
+    fn note_losses(&mut self, elapsed: Duration, streams: &[StreamView]) {
+        let (sent, lost) = streams
+            .iter()
+            .filter_map(|v| v.info.as_ref())
+            .fold((0u64, 0u64), |(s, l), i| {
+                (s + i.data_segs_out as u64, l + i.total_retrans as u64)
+            });
+        let was = self.lost.replace(lost);
+        let last = self.book.back().copied();
+        // A stream that left takes its counts along: start the book again.
+        if last.is_some_and(|(_, s, _)| sent < s) || was.is_some_and(|l| lost < l) {
+            self.book.clear();
+        }
+        let losing = was.is_some_and(|l| lost > l);
+        let before = self.book.back().map_or(0, |&(_, _, e)| e);
+        let events = before + u64::from(losing && !self.losing);
+        self.losing = losing;
+        self.book.push_back((elapsed, sent, events));
+        while self.book.len() > 2 && self.book[1].0 + FAIR_OVER <= elapsed {
+            self.book.pop_front();
+        }
+    }
+
+    /// Loss events per packet over the last FAIR_OVER, once enough came.
+    fn loss_rate(&self) -> Option<f64> {
+        let (&(_, s0, e0), &(_, s1, e1)) = (self.book.front()?, self.book.back()?);
+        (e1 - e0 >= FAIR_MIN_EVENTS && s1 > s0).then(|| (e1 - e0) as f64 / (s1 - s0) as f64)
+    }
+
+    /// Caps the streams at the fair share while others share the path: a
+    /// group found far above it (it ran strong before they came) would
+    /// otherwise come down only by halving at each of its loss events.
+    /// `lift` when the streams' caps are a yield's, to come off.
+    fn fair(&mut self, streams: &[StreamView], lift: bool) -> Vec<Steering> {
+        let live = live(streams);
+        let share = match (self.loss_rate(), live.first()) {
+            (Some(p), Some((_, i))) => {
+                let mut srtt: Vec<u32> = live.iter().map(|(_, i)| i.srtt_us).collect();
+                srtt.sort_unstable();
+                let rtt_s = srtt[srtt.len() / 2] as f64 / 1e6;
+                Some(fair_share_bps(self.floor, i.mss as f64, rtt_s, p) / 8.0)
+            }
+            // Too few loss events lately to tell: the last share holds.
+            _ => self.fair_told,
+        };
+        let same_streams =
+            live.len() == self.paced.len() && live.iter().all(|(s, _)| self.paced.contains(s));
+        let retell = lift
+            || match (share, self.fair_told) {
+                (Some(new), Some(old)) => !same_streams || (new - old).abs() > FAIR_RETELL * old,
+                (None, None) => false,
+                _ => true,
+            };
+        if !retell {
+            return Vec::new();
+        }
+        self.fair_told = share;
+        let mut asked: Vec<Steering> = self
+            .paced
+            .drain(..)
+            .filter(|s| share.is_none() || !live.iter().any(|(l, _)| l == s))
+            .map(|s| Steering::Pace(s, None))
+            .collect();
+        if let Some(share) = share {
+            let each = (share / live.len() as f64).max(1.0) as u64;
+            self.paced = live.iter().map(|(s, _)| *s).collect();
+            asked.extend(self.paced.iter().map(|s| Steering::Pace(*s, Some(each))));
+        }
+        asked
     }
 
     /// The queue the streams see: their median sRTT above the base RTT.
@@ -244,6 +388,7 @@ impl Steer for Auto {
             return Vec::new();
         };
         self.queue_us = queue;
+        self.note_losses(elapsed, streams);
         let target = Self::target_us(base as f64);
         let standing = queue as f64 > target;
         if let Some(until) = self.yielding {
@@ -260,9 +405,18 @@ impl Steer for Auto {
             let stood = self.seen.iter().filter(|q| **q as f64 > target).count();
             let taken = stood as f64 > TAKEN_SHARE * self.seen.len() as f64;
             let answer = if taken { Queue::Shared } else { Queue::Own };
-            return self.conclude(elapsed, answer);
+            return self.conclude(elapsed, answer, streams);
         }
-        if !standing && self.queue == Queue::Shared {
+        let clear_since = if standing {
+            self.clear_since = None;
+            None
+        } else {
+            Some(*self.clear_since.get_or_insert(elapsed))
+        };
+        if let (Some(since), Queue::Shared) = (clear_since, self.queue) {
+            if elapsed >= since + AGAIN_AFTER {
+                return self.released(elapsed);
+            }
             // The queue fell away: whoever held it may have left.
             self.next_ask = self.next_ask.min(elapsed + AGAIN_AFTER);
             self.shared_gap = SHARED_FOR;
@@ -270,15 +424,18 @@ impl Steer for Auto {
         if standing && elapsed >= self.next_ask {
             return self.begin_yield(elapsed, streams);
         }
+        let mut asked = if self.queue == Queue::Shared {
+            self.fair(streams, false)
+        } else {
+            Vec::new()
+        };
         self.step(queue as f64, base as f64);
-        if (self.k - self.told).abs() <= HYSTERESIS * self.told {
-            return Vec::new();
+        if (self.k - self.told).abs() > HYSTERESIS * self.told {
+            self.told = self.k;
+            let c = self.control();
+            asked.extend((0..streams.len()).map(|i| Steering::Control(i, c.clone())));
         }
-        self.told = self.k;
-        let c = self.control();
-        (0..streams.len())
-            .map(|i| Steering::Control(i, c.clone()))
-            .collect()
+        asked
     }
 }
 
@@ -290,6 +447,12 @@ fn live(streams: &[StreamView]) -> Vec<(usize, &braid_cc::TcpInfo)> {
         .filter_map(|v| v.info.as_ref().map(|i| (v.stream, i)))
         .filter(|(_, i)| i.srtt_us > 0)
         .collect()
+}
+
+/// What `floor` Reno flows take at loss rate `p` and this RTT (Mathis), bits
+/// per second: the group's share while others share the path.
+fn fair_share_bps(floor: f64, mss: f64, rtt_s: f64, p: f64) -> f64 {
+    floor * mathis_bps(mss, rtt_s, p, C_PERIODIC)
 }
 
 /// A stream's sending rate from its window and RTT, bytes per second.
@@ -490,6 +653,93 @@ mod tests {
         };
         assert_eq!(answer(400), Queue::Own, "a stiff source's swing");
         assert_eq!(answer(900), Queue::Shared, "more than a quarter of 2.5 s");
+    }
+
+    /// Four streams at `srtt_ms` that have sent 1000 packets a second each
+    /// by `t`, and stream 0 lost one packet every 2 s.
+    fn counting(t: Duration, srtt_ms: f64) -> Vec<StreamView> {
+        let mut v = views(srtt_ms);
+        for (n, s) in v.iter_mut().enumerate() {
+            let i = s.info.as_mut().unwrap();
+            i.data_segs_out = (t.as_secs_f64() * 1000.0) as u32;
+            i.total_retrans = if n == 0 { (t.as_secs() / 2) as u32 } else { 0 };
+        }
+        v
+    }
+
+    fn caps(asked: &[Steering]) -> Vec<Option<u64>> {
+        asked
+            .iter()
+            .filter_map(|s| match s {
+                Steering::Pace(_, cap) => Some(*cap),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn losses_over_several_ticks_are_one_event() {
+        let mut a = Auto::new(1, 4, Strength::ONE);
+        let lost = [0, 0, 3, 9, 12, 12, 12, 13, 13];
+        for (n, l) in lost.iter().enumerate() {
+            let mut v = views(70.0);
+            v[1].info.as_mut().unwrap().total_retrans = *l;
+            v[2].info.as_mut().unwrap().data_segs_out = 1000 * (n as u32 + 1);
+            a.note_losses(Duration::from_millis(100 * n as u64), &v);
+        }
+        // A burst over three ticks, then one more loss: two halvings.
+        assert_eq!(a.book.back().unwrap().2, 2);
+        assert_eq!(a.loss_rate(), Some(2.0 / 8000.0));
+    }
+
+    #[test]
+    fn found_sharing_the_group_is_held_to_one_reno_flows_rate_until_the_room_is_its_own() {
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let mut t = Duration::ZERO;
+        let mut asked = Vec::new();
+        while a.queue() != Queue::Shared {
+            asked = a.tick(t, &counting(t, 108.0));
+            t += a.interval();
+        }
+        // Held at Mathis' rate for loss events every 2 s among 4000 packets a
+        // second (p = 1.25e-4) at 108 ms: 11.7 Mb/s, a quarter on each stream.
+        let held = caps(&asked);
+        assert_eq!(held.len(), 4, "{asked:?}");
+        let total: u64 = held.iter().map(|c| c.expect("a cap, not a lift")).sum();
+        let mathis = mathis_bps(1448.0, 0.108, 1.25e-4, C_PERIODIC) / 8.0;
+        assert!(
+            (total as f64 - mathis).abs() < 0.25 * mathis,
+            "{total} against {mathis}"
+        );
+        // The others leave and the capped group builds no queue: 5 s later
+        // the caps come off without a question, and it starts over.
+        let gone = t;
+        let mut lifted = Vec::new();
+        let mut asking = false;
+        while a.queue() == Queue::Shared && t < gone + Duration::from_secs(10) {
+            lifted.extend(a.tick(t, &counting(t, 69.0)));
+            asking |= a.asking();
+            t += a.interval();
+        }
+        assert_eq!(a.queue(), Queue::Unknown);
+        assert!(t >= gone + AGAIN_AFTER && t < gone + AGAIN_AFTER + Duration::from_millis(300));
+        assert!(!asking);
+        // (The share was retold as the loss rate fell meanwhile.)
+        assert_eq!(caps(&lifted)[caps(&lifted).len() - 4..], vec![None; 4]);
+        // Its strength rose while no queue stood (the caps held it); the queue
+        // it now builds is asked about 5 s later, and found its own.
+        assert_eq!(a.strength(), 4.0);
+        let asked = run(&mut a, t, 4.0, |_, _| 69.0);
+        assert_eq!(yields(&asked), 0);
+        let asked = run(&mut a, t + Duration::from_secs(4), 12.0, |_, y| {
+            if y {
+                69.0
+            } else {
+                108.0
+            }
+        });
+        assert_eq!(yields(&asked), 1);
+        assert_eq!(a.queue(), Queue::Own);
     }
 
     #[test]
