@@ -44,8 +44,9 @@ pub struct Flow {
     pub group: Option<usize>,
     /// TCP-P's strength k x 1000.
     pub k_milli: u32,
-    /// When the flow starts, in ns; it runs to the end.
+    /// When the flow starts and when it stops sending new data, in ns.
     pub start_ns: u64,
+    pub stop_ns: u64,
     /// Not TCP: a stiff stream at this rate.
     pub stiff: Option<Stiff>,
 }
@@ -79,6 +80,7 @@ impl Flow {
             group: None,
             k_milli: 1000,
             start_ns: 0,
+            stop_ns: u64::MAX,
             stiff: None,
         }
     }
@@ -397,13 +399,16 @@ impl Run {
                 if !s.active {
                     return (s.spec.start_ns > now).then_some(s.spec.start_ns);
                 }
+                let rto = (!s.outstanding.is_empty()).then(|| s.last_ack_ns + rto(s));
+                if now >= s.spec.stop_ns {
+                    return rto;
+                }
                 if s.spec.stiff.is_some() {
                     return Some(s.next_send_ns);
                 }
                 let paced = (s.pace_gap_ns.is_some()
                     && (s.outstanding.len() as u64) < s.win.cwnd() as u64)
                     .then_some(s.next_send_ns);
-                let rto = (!s.outstanding.is_empty()).then(|| s.last_ack_ns + rto(s));
                 [paced, rto].into_iter().flatten().min()
             })
             .min()
@@ -412,7 +417,7 @@ impl Run {
     /// Sends what the window allows; returns the packets the link dropped.
     fn send(&mut self, i: usize, now: u64) -> u64 {
         let s = &mut self.senders[i];
-        if !s.active {
+        if !s.active || now >= s.spec.stop_ns {
             return 0;
         }
         let mut dropped = 0;

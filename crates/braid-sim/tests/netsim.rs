@@ -357,3 +357,29 @@ fn auto_gives_way_to_reno_flows_that_arrive_while_it_runs_strong() {
         "auto took {soon:.2} flows' worth 10 s after they came, {share:.2} from 60 s on"
     );
 }
+
+#[test]
+fn auto_takes_the_path_back_when_reno_flows_leave() {
+    // 5 Reno flows from 20 s to 50 s: auto finds them and keeps to its share; once they
+    // have gone, no queue stands while it is held to that share, and 5 s later it lets go
+    // and fills the path again.
+    let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
+    let reno: Vec<Flow> = many(5, Flow::new(Arith::Reno))
+        .into_iter()
+        .map(|f| Flow {
+            start_ns: f.start_ns + 20 * S,
+            stop_ns: 50 * S,
+            ..f
+        })
+        .collect();
+    let (during, _) = steered(link, 68, &reno, 35, 50);
+    let (after, _) = steered(link, 68, &reno, 60, 90);
+    let (alone, _) = steered(link, 68, &[], 60, 90);
+    let (d, a, x) = (during.mbps(0..9), after.mbps(0..9), alone.mbps(0..9));
+    eprintln!("measured: Reno flows from 20 s to 50 s: auto {d:.1} Mb/s beside them, {a:.1} from 10 s after they left, {x:.1} alone");
+    assert!(d < 30.0, "beside 5 Reno flows auto moved {d:.1} Mb/s");
+    assert!(
+        a > 0.8 * x,
+        "after they left auto moved {a:.1} Mb/s, alone {x:.1}"
+    );
+}

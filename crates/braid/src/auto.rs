@@ -253,14 +253,15 @@ impl Auto {
     /// left (beside Reno flows a queue stands again within about two seconds
     /// of their losses). A group held at its share would build none to ask
     /// about, so the caps come off and the group starts over as on a new
-    /// path: the strength rises while no queue stands, and the queue it
-    /// builds is asked about AGAIN_AFTER later.
+    /// path: the strength rises while no queue stands, and the first queue
+    /// it builds is asked about at once (waiting, it would keep to the
+    /// floor meanwhile, as the path's start does).
     fn released(&mut self, elapsed: Duration) -> Vec<Steering> {
         self.queue = Queue::Unknown;
         self.fair_told = None;
         self.clear_since = None;
         self.shared_gap = SHARED_FOR;
-        self.next_ask = elapsed + AGAIN_AFTER;
+        self.next_ask = elapsed;
         self.paced
             .drain(..)
             .map(|s| Steering::Pace(s, None))
@@ -727,7 +728,7 @@ mod tests {
         // (The share was retold as the loss rate fell meanwhile.)
         assert_eq!(caps(&lifted)[caps(&lifted).len() - 4..], vec![None; 4]);
         // Its strength rose while no queue stood (the caps held it); the queue
-        // it now builds is asked about 5 s later, and found its own.
+        // it now builds is asked about at once, and found its own.
         assert_eq!(a.strength(), 4.0);
         let asked = run(&mut a, t, 4.0, |_, _| 69.0);
         assert_eq!(yields(&asked), 0);

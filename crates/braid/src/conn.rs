@@ -388,6 +388,11 @@ impl Bell {
         unsafe { libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
+    /// Waits until rung (true) or `timeout` passes (false).
+    pub fn wait(&self, timeout: Duration) -> bool {
+        poll_in(&self.0, None, timeout)
+    }
+
     /// Takes back every ring so far.
     pub fn clear(&self) {
         use std::os::fd::AsRawFd;

@@ -17,7 +17,7 @@ use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REV
 use crate::auto::Auto;
 use crate::bench;
 use crate::cancel::Cancel;
-use crate::conn::Conn;
+use crate::conn::{Bell, Conn};
 use crate::engine::{self, Hooks, Life, Notes, SteerHook, StreamEnd};
 use crate::error::{Code, Error, Result};
 use crate::manifest;
@@ -125,13 +125,23 @@ impl Shared {
 }
 
 /// Counts a connection as open until dropped.
-struct OpenGuard<'a>(&'a AtomicUsize);
+/// Counts a connection open until dropped, and then wakes the accept loop
+/// (which, stopping, waits for the last one).
+struct OpenGuard<'a>(&'a AtomicUsize, &'a Bell);
 
 impl Drop for OpenGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+        self.1.ring();
     }
 }
+
+/// How long a stopping server waits for its sessions to journal what they
+/// received (they stop at once; this is a bound, not a sleep).
+const STOP_GRACE: Duration = Duration::from_millis(500);
+/// The accept loop's wait when nothing but a connection, the stop signal or a
+/// finished session can wake it.
+const IDLE_WAIT: Duration = Duration::from_secs(3600);
 
 /// Binds the port; `run` then serves on it.
 pub struct Server {
@@ -199,13 +209,30 @@ impl Server {
             max_connections,
         });
         let (done_tx, done_rx) = mpsc::channel::<Result<()>>();
+        // Rung by the stop signal, a finished session and a closed connection:
+        // the loop sleeps in one poll with the listener, not on a timeout.
+        let wake =
+            Arc::new(Bell::new().map_err(|e| Error::io("creating the server's wake-up", e))?);
+        let _on_cancel = shared.cfg.cancel.on_cancel({
+            let wake = Arc::clone(&wake);
+            move || wake.ring()
+        });
         let started = Instant::now();
         let mut connected = false;
         let mut accept_errors = (Instant::now(), 0u64);
         loop {
+            // Cleared before the checks: a ring after them wakes the poll below.
+            wake.clear();
             if shared.cfg.cancel.is_cancelled() {
-                // Sessions stop at once; give them a moment to journal what they received.
-                thread::sleep(Duration::from_millis(500));
+                let until = Instant::now() + STOP_GRACE;
+                loop {
+                    wake.clear();
+                    let left = until.saturating_duration_since(Instant::now());
+                    if shared.open.load(Ordering::SeqCst) == 0 || left.is_zero() {
+                        break;
+                    }
+                    wake.wait(left);
+                }
                 return Err(Error::Interrupted);
             }
             let cfg = &shared.cfg;
@@ -224,7 +251,11 @@ impl Server {
                     ));
                 }
             }
-            if !crate::conn::readable(&self.listener, Duration::from_millis(100)) {
+            let wait = match cfg.wait.filter(|_| cfg.once && !connected) {
+                Some(w) => w.saturating_sub(started.elapsed()),
+                None => IDLE_WAIT,
+            };
+            if !crate::conn::readable_or(&self.listener, &wake, wait) {
                 continue;
             }
             let stream = match self.listener.accept() {
@@ -266,9 +297,9 @@ impl Server {
                 }
                 id
             };
-            let (shared, done_tx) = (Arc::clone(&shared), done_tx.clone());
+            let (shared, done_tx, wake) = (Arc::clone(&shared), done_tx.clone(), Arc::clone(&wake));
             thread::spawn(move || {
-                let _open = OpenGuard(&shared.open);
+                let _open = OpenGuard(&shared.open, &wake);
                 let result = handle(stream, id, &shared);
                 shared.settled(id);
                 if let Some(result) = result {
