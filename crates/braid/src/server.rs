@@ -124,7 +124,6 @@ impl Shared {
     }
 }
 
-/// Counts a connection as open until dropped.
 /// Counts a connection open until dropped, and then wakes the accept loop
 /// (which, stopping, waits for the last one).
 struct OpenGuard<'a>(&'a AtomicUsize, &'a Bell);
