@@ -242,6 +242,11 @@ impl Auto {
         if answer == Queue::Shared {
             return self.fair(streams, true);
         }
+        self.lift()
+    }
+
+    /// Every cap comes off, the fair share's included.
+    fn lift(&mut self) -> Vec<Steering> {
         self.fair_told = None;
         self.paced
             .drain(..)
@@ -258,14 +263,10 @@ impl Auto {
     /// floor meanwhile, as the path's start does).
     fn released(&mut self, elapsed: Duration) -> Vec<Steering> {
         self.queue = Queue::Unknown;
-        self.fair_told = None;
         self.clear_since = None;
         self.shared_gap = SHARED_FOR;
         self.next_ask = elapsed;
-        self.paced
-            .drain(..)
-            .map(|s| Steering::Pace(s, None))
-            .collect()
+        self.lift()
     }
 
     /// Notes the group's packets sent and its loss events: a tick in which
@@ -310,9 +311,7 @@ impl Auto {
         let live = live(streams);
         let share = match (self.loss_rate(), live.first()) {
             (Some(p), Some((_, i))) => {
-                let mut srtt: Vec<u32> = live.iter().map(|(_, i)| i.srtt_us).collect();
-                srtt.sort_unstable();
-                let rtt_s = srtt[srtt.len() / 2] as f64 / 1e6;
+                let rtt_s = median_srtt_us(&live) as f64 / 1e6;
                 Some(fair_share_bps(self.floor, i.mss as f64, rtt_s, p) / 8.0)
             }
             // Too few loss events lately to tell: the last share holds.
@@ -359,9 +358,7 @@ impl Auto {
             self.base_us = Some(self.base_us.map_or(m, |b| b.min(m)));
         }
         let base = self.base_us?;
-        let mut srtt: Vec<u32> = live.iter().map(|(_, i)| i.srtt_us).collect();
-        srtt.sort_unstable();
-        Some((srtt[srtt.len() / 2].saturating_sub(base), base))
+        Some((median_srtt_us(&live).saturating_sub(base), base))
     }
 }
 
@@ -408,13 +405,12 @@ impl Steer for Auto {
             let answer = if taken { Queue::Shared } else { Queue::Own };
             return self.conclude(elapsed, answer, streams);
         }
-        let clear_since = if standing {
+        if standing {
             self.clear_since = None;
-            None
         } else {
-            Some(*self.clear_since.get_or_insert(elapsed))
-        };
-        if let (Some(since), Queue::Shared) = (clear_since, self.queue) {
+            self.clear_since.get_or_insert(elapsed);
+        }
+        if let (Some(since), Queue::Shared) = (self.clear_since, self.queue) {
             if elapsed >= since + AGAIN_AFTER {
                 return self.released(elapsed);
             }
@@ -448,6 +444,13 @@ fn live(streams: &[StreamView]) -> Vec<(usize, &braid_cc::TcpInfo)> {
         .filter_map(|v| v.info.as_ref().map(|i| (v.stream, i)))
         .filter(|(_, i)| i.srtt_us > 0)
         .collect()
+}
+
+/// The live streams' median smoothed RTT; `live` is not empty.
+fn median_srtt_us(live: &[(usize, &braid_cc::TcpInfo)]) -> u32 {
+    let mut srtt: Vec<u32> = live.iter().map(|(_, i)| i.srtt_us).collect();
+    srtt.sort_unstable();
+    srtt[srtt.len() / 2]
 }
 
 /// What `floor` Reno flows take at loss rate `p` and this RTT (Mathis), bits
