@@ -27,6 +27,7 @@ import shutil
 import signal
 import sys
 import threading
+import subprocess
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -241,7 +242,10 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
             time.sleep(0.3)
             outs["sink"] = cross["sink"].stop()
         ping = traffic.ping_report(probe.wait(30))[0] if probe else None
-        server.wait(10)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            raise RunError(f"{cell.id}: braid serve --once still ran 10 s after the bench ended") from None
     if report.summary is None:
         raise RunError(f"{cell.id}: braid bench printed no summary")
     s = report.summary

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use braid_wire::Message;
 
-use crate::cancel::Cancel;
+use crate::cancel::{Cancel, WakeGuard};
 use crate::conn::{Bell, Conn};
 use crate::engine::Life;
 use crate::error::{Error, Result};
@@ -19,8 +19,6 @@ use crate::telemetry::Telemetry;
 const CHUNK: usize = 128 * 1024;
 /// After the sender's close, how long the last bytes of its streams may take to arrive.
 const TAIL: Duration = Duration::from_secs(5);
-/// How long a blocked socket call waits before looking for a Ctrl-C again.
-const POLL: Duration = Duration::from_millis(200);
 
 fn stalled(e: &std::io::Error) -> bool {
     matches!(
@@ -29,9 +27,20 @@ fn stalled(e: &std::io::Error) -> bool {
     )
 }
 
+/// Shuts stream `stream`'s socket (telemetry holds it) in direction `how`
+/// when `cancel` fires, to end a socket call blocked on it; for as long as
+/// the guard lives.
+fn wake_on(cancel: &Cancel, tel: &Arc<Telemetry>, stream: usize, how: Shutdown) -> WakeGuard {
+    let tel = Arc::clone(tel);
+    cancel.on_cancel(move || {
+        tel.with_socket(stream, |s| s.shutdown(how));
+    })
+}
+
 /// Writes until `deadline` (or a Ctrl-C: the bench then ends early with its summary, as
 /// iperf3's does); returns the bytes written. A write that cannot go on (a
-/// stalled peer) gives up every `POLL` to look at the clock and for a Ctrl-C.
+/// stalled peer) waits until about the deadline, and a Ctrl-C shuts the
+/// socket for writing, which ends a blocked write at once.
 pub fn send(
     stream: usize,
     conn: Conn,
@@ -42,7 +51,8 @@ pub fn send(
     keep: &(dyn Fn() -> bool + Sync),
 ) -> u64 {
     tel.set_socket(stream, conn.stream());
-    let _ = conn.stream().set_write_timeout(Some(POLL));
+    let mut timeout = Duration::MAX;
+    let _woken = wake_on(cancel, tel, stream, Shutdown::Write);
     let Conn { r: _r, mut w } = conn;
     let buf = vec![0u8; CHUNK];
     let mut n = 0;
@@ -56,6 +66,15 @@ pub fn send(
             if cancel.is_cancelled() {
                 break 'run;
             }
+            // A write blocked by a stalled peer ends near the deadline: the
+            // timeout is cut to what is left of the run whenever that falls
+            // below half of it (a few calls in a whole run, not one a write),
+            // so a call overruns the deadline by at most what was left.
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left < timeout / 2 {
+                timeout = left.max(Duration::from_millis(1));
+                let _ = w.stream().set_write_timeout(Some(timeout));
+            }
             match w.send_some(&buf[at..]) {
                 Ok(0) => break 'run,
                 Ok(k) => {
@@ -63,7 +82,7 @@ pub fn send(
                     n += k as u64;
                     tel.add(stream, k as u64);
                 }
-                Err(e) if stalled(&e) => {}
+                Err(e) if stalled(&e) && Instant::now() < deadline => {}
                 Err(_) => break 'run,
             }
         }
@@ -72,28 +91,39 @@ pub fn send(
     n
 }
 
-/// Counts until the sender closes (or a Ctrl-C, which resets the connection
-/// so the sender stops too); returns the bytes read.
-pub fn receive(stream: usize, conn: Conn, tel: &Arc<Telemetry>, cancel: &Cancel) -> u64 {
+/// Counts until the sender closes, or the session is `over` (the ends have
+/// told their counts: what the sender's buffers still hold is not waited
+/// for), or a Ctrl-C; the last two reset the connection so the sender stops
+/// too. Returns the bytes read.
+pub fn receive(
+    stream: usize,
+    conn: Conn,
+    tel: &Arc<Telemetry>,
+    cancel: &Cancel,
+    over: &Cancel,
+) -> u64 {
     tel.set_socket(stream, conn.stream());
-    let _ = conn.stream().set_read_timeout(Some(POLL));
+    let _ = conn.stream().set_read_timeout(None);
+    // A shutdown ends the blocked read; the reset follows below, once no
+    // thread waits on the socket (Linux refuses to dissolve one that has).
+    let _woken = wake_on(cancel, tel, stream, Shutdown::Read);
+    let _ended = wake_on(over, tel, stream, Shutdown::Read);
     let Conn { mut r, w: _w } = conn;
     let mut buf = vec![0u8; 256 * 1024];
     let mut n = 0;
-    loop {
-        if cancel.is_cancelled() {
-            crate::conn::reset(r.stream());
-            break;
-        }
+    while !cancel.is_cancelled() && !over.is_cancelled() {
         match r.read_some(&mut buf) {
             Ok(0) => break,
             Ok(k) => {
                 n += k as u64;
                 tel.add(stream, k as u64);
             }
-            Err(e) if stalled(&e) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => break,
         }
+    }
+    if cancel.is_cancelled() || over.is_cancelled() {
+        crate::conn::reset(r.stream());
     }
     n
 }

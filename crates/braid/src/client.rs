@@ -244,7 +244,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         StreamEnd::Finished
     };
     let recv_work = |i: usize, conn: Conn| {
-        bench::receive(i, conn, &tel, &cfg.cancel);
+        bench::receive(i, conn, &tel, &cfg.cancel, &life.done);
         StreamEnd::Finished
     };
     let mut own = own_steer(cfg, session);

@@ -3,7 +3,7 @@
 //! control loops of the sending and the receiving end.
 
 use std::net::Shutdown;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, Scope};
@@ -156,7 +156,8 @@ impl Tally {
 /// A session's shared flags and counters, owned for the session's length.
 pub struct Life {
     pub abort: Abort,
-    pub done: AtomicBool,
+    /// Fired when the transfer is over (see `end`).
+    pub done: Cancel,
     pub tally: Tally,
     pub reconnects: AtomicUsize,
     /// The caller's signal: firing it stops this session (and says so to the peer).
@@ -171,7 +172,7 @@ impl Life {
         Life {
             _linked: user.on_cancel(move || stop.cancel()),
             abort,
-            done: AtomicBool::new(false),
+            done: Cancel::new(),
             tally: Tally::default(),
             reconnects: AtomicUsize::new(0),
             user: user.clone(),
@@ -186,7 +187,7 @@ impl Life {
     /// The end of a session's control exchange: streams ending from now on
     /// are no loss, and a failed exchange stops and closes every stream.
     pub fn end<T>(&self, r: Result<T>, tel: &crate::telemetry::Telemetry) -> Result<T> {
-        self.done.store(true, Ordering::SeqCst);
+        self.done.cancel();
         if r.is_err() {
             self.abort.stop();
             shut_all(tel);
@@ -230,12 +231,31 @@ impl Notes {
     }
 }
 
+/// A data connection that attached to a session, by stream index; `None`
+/// only wakes the session's accept loop.
+pub type Arrival = Option<(u16, Conn)>;
+
+/// The server side's end of a session's attach channel, with a sender of its
+/// own for waking the loop that takes from it.
+pub struct Arrivals {
+    rx: Receiver<Arrival>,
+    wake: Sender<Arrival>,
+}
+
+impl Arrivals {
+    /// The sender the attaching connections go to, and the session's end.
+    pub fn channel() -> (Sender<Arrival>, Arrivals) {
+        let (tx, rx) = mpsc::channel();
+        (tx.clone(), Arrivals { rx, wake: tx })
+    }
+}
+
 /// What a session needs to run its streams.
 pub struct Streams<'a> {
     pub n: usize,
     pub abort: &'a Abort,
-    /// Set when the transfer is over: a stream ending now is no loss.
-    pub done: &'a AtomicBool,
+    /// Fired when the transfer is over: a stream ending now is no loss.
+    pub done: &'a Cancel,
     pub tally: &'a Tally,
     pub reconnects: &'a AtomicUsize,
     pub notes: Notes,
@@ -266,7 +286,7 @@ impl Streams<'_> {
         self.tally.start();
         scope.spawn(move || {
             let mut failures = 0;
-            while !self.abort.is_set() && !self.done.load(Ordering::SeqCst) {
+            while !self.abort.is_set() && !self.done.is_cancelled() {
                 let end = match dial(i) {
                     Ok(conn) => work(i, conn),
                     Err(e) => StreamEnd::Lost(e.to_string()),
@@ -277,11 +297,7 @@ impl Streams<'_> {
                         self.abort.fail(e);
                         break;
                     }
-                    StreamEnd::Lost(_)
-                        if self.done.load(Ordering::SeqCst) || self.abort.is_set() =>
-                    {
-                        break
-                    }
+                    StreamEnd::Lost(_) if self.done.is_cancelled() || self.abort.is_set() => break,
                     StreamEnd::Lost(why) => {
                         failures += 1;
                         if failures > REDIALS {
@@ -309,16 +325,21 @@ impl Streams<'_> {
     pub fn accept<'s, 'e: 's>(
         &'e self,
         scope: &'s Scope<'s, 'e>,
-        incoming: Receiver<(u16, Conn)>,
+        incoming: Arrivals,
         work: &'e (dyn Fn(usize, Conn) -> StreamEnd + Sync),
     ) {
         scope.spawn(move || {
+            // The loop sleeps in the channel; the session's stop and its end
+            // wake it with an empty arrival.
+            let ring = |tx: Sender<Arrival>| move || drop(tx.send(None));
+            let _stopped = self.abort.on_stop(ring(incoming.wake.clone()));
+            let _over = self.done.on_cancel(ring(incoming.wake.clone()));
             let mut seen = vec![false; self.n];
-            while !self.abort.is_set() && !self.done.load(Ordering::SeqCst) {
-                let (i, conn) = match incoming.recv_timeout(Duration::from_millis(100)) {
-                    Ok(x) => x,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => break,
+            while !self.abort.is_set() && !self.done.is_cancelled() {
+                let (i, conn) = match incoming.rx.recv() {
+                    Ok(Some(x)) => x,
+                    Ok(None) => continue,
+                    Err(_) => break,
                 };
                 let i = i as usize;
                 // Streams may join a running session, up to the engine's limit.
@@ -342,7 +363,7 @@ impl Streams<'_> {
                     StreamEnd::Fatal(e) => self.abort.fail(e),
                     StreamEnd::Lost(why) => {
                         self.tally.lost();
-                        if !self.done.load(Ordering::SeqCst) {
+                        if !self.done.is_cancelled() {
                             self.notes.say(
                                 "stream_lost",
                                 i,
@@ -472,7 +493,7 @@ pub fn drive_sender(
                     }
                 }
                 Action::Close => {
-                    life.done.store(true, Ordering::SeqCst);
+                    life.done.cancel();
                     w.send(&Message::Close {
                         bytes: shared.tel.total(),
                     })?;
@@ -699,7 +720,7 @@ pub fn drive_receiver(
                     ));
                 }
                 shared.finish()?;
-                life.done.store(true, Ordering::SeqCst);
+                life.done.cancel();
                 let got = shared.tel.total();
                 w.lock().unwrap().send(&Message::Close { bytes: got })?;
                 return Ok(got);
@@ -834,6 +855,33 @@ mod tests {
                 finished: 2
             }
         );
+    }
+
+    /// Runs a session's accept loop with no connection arriving, fires
+    /// `end` on its Life, and says whether the loop ended within 10 s (it
+    /// sleeps in the channel: only a wake ends it).
+    fn accept_loop_ends(end: impl FnOnce(&Life) + Send + 'static) -> bool {
+        let (ended, over) = mpsc::channel();
+        thread::spawn(move || {
+            let life = Life::new(&Cancel::new());
+            let (_tx, arrivals) = Arrivals::channel();
+            let work = |_: usize, _: Conn| StreamEnd::Finished;
+            let streams = life.streams(1, Notes::Off);
+            thread::scope(|s| {
+                streams.accept(s, arrivals, &work);
+                thread::sleep(Duration::from_millis(50));
+                end(&life);
+            });
+            let _ = ended.send(());
+        });
+        over.recv_timeout(Duration::from_secs(10)).is_ok()
+    }
+
+    #[test]
+    fn the_accept_loop_sleeps_until_the_session_ends_or_stops() {
+        assert!(accept_loop_ends(|life| life.done.cancel()));
+        assert!(accept_loop_ends(|life| life.abort.stop()));
+        assert!(accept_loop_ends(|life| life.user.cancel()));
     }
 
     #[test]

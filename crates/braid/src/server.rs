@@ -85,14 +85,15 @@ impl Default for Limits {
 /// Before a peer proves the token, frames are at most this large (a Hello,
 /// a Proof and an Attach are under 60 bytes).
 const UNAUTHENTICATED_FRAME: u32 = 1024;
-/// Descriptors a connection holds (its socket and the writer's clone), and
-/// those kept back for files, the listener and the standard streams.
-const FDS_PER_CONNECTION: usize = 2;
+/// Descriptors a connection holds (its socket, the writer's clone and, for a
+/// data connection, telemetry's), and those kept back for files, the
+/// listener and the standard streams.
+const FDS_PER_CONNECTION: usize = 3;
 const FDS_KEPT: usize = 256;
 
 struct Entry {
     key: [u8; 32],
-    streams: Sender<(u16, Conn)>,
+    streams: Sender<engine::Arrival>,
     /// The highest attach counter seen per stream: a lower or equal one is a replay.
     counters: HashMap<u16, u64>,
 }
@@ -373,7 +374,7 @@ fn handle(stream: TcpStream, id: u64, shared: &Shared) -> Option<Result<()>> {
                     conn.r.set_limit(braid_wire::MAX_FRAME);
                     conn.r.set_deadline(None);
                     if conn.send(&Message::Accepted { session }).is_ok() {
-                        let _ = tx.send((stream, conn));
+                        let _ = tx.send(Some((stream, conn)));
                     }
                 }
                 Err(why) => conn.send_error(&Error::Auth(why.into())),
@@ -409,7 +410,7 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shar
     };
     conn.tell(plan::check(&params).map_err(Error::Usage))?;
     let session = u64::from_be_bytes(session::random()?);
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = engine::Arrivals::channel();
     shared.registry.lock().unwrap().insert(
         session,
         Entry {
@@ -457,7 +458,7 @@ fn run_session(
     mut conn: Conn,
     p: &SessionParams,
     session: u64,
-    rx: mpsc::Receiver<(u16, Conn)>,
+    rx: engine::Arrivals,
     shared: &Shared,
 ) -> Result<Summary> {
     let cfg = &shared.cfg;
@@ -524,7 +525,7 @@ fn run_session(
                     let deadline = *start.get_or_init(|| Instant::now() + duration);
                     bench::send(i, c, deadline, &tel, pacer.as_ref(), &life.user, &|| true);
                 } else {
-                    bench::receive(i, c, &tel, &life.user);
+                    bench::receive(i, c, &tel, &life.user, &life.done);
                 }
                 StreamEnd::Finished
             };

@@ -269,6 +269,42 @@ fn a_bench_counts_the_same_bytes_at_both_ends() {
     assert_eq!(r.peer_bytes, Some(r.bytes));
 }
 
+/// A 60 s bench the client's signal stops after half a second: it ends with
+/// what moved, in a few seconds (its streams block in the socket calls; the
+/// signal shuts them), sending or, reversed, receiving.
+#[test]
+fn a_stopped_bench_ends_at_once_with_what_moved() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    for reverse in [false, true] {
+        let mut p = params(Kind::Bench, 3);
+        p.duration_ms = 60_000;
+        if reverse {
+            p.flags = braid_wire::FLAG_REVERSE;
+        }
+        let cfg = config(&addr, p, TOKEN);
+        let stop = cfg.cancel.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(500));
+            stop.cancel();
+        });
+        let began = std::time::Instant::now();
+        let ended = client::bench(&cfg);
+        let took = began.elapsed();
+        assert!(
+            took < Duration::from_secs(20),
+            "reverse {reverse}: {took:?}"
+        );
+        match ended {
+            Ok(s) => assert!(s.bytes > 0, "reverse {reverse}: nothing moved"),
+            Err(e) => assert!(
+                matches!(e, braid::error::Error::Interrupted),
+                "reverse {reverse}: {e}"
+            ),
+        }
+    }
+}
+
 #[test]
 fn a_wrong_token_is_refused_and_writes_nothing() {
     let d = tempfile::tempdir().unwrap();
@@ -408,6 +444,52 @@ fn attach_raw(addr: &str, session: u64, stream: u16, counter: u64, key: &[u8; 32
     let mut c = Conn::new(s).unwrap();
     assert!(matches!(c.recv().unwrap(), Message::Accepted { .. }));
     bytes
+}
+
+/// A bench whose sender told its count while one of its streams is still
+/// open (its last bytes still in the network, or a sender that never closes):
+/// the receiving server answers once its wait for the streams is over and
+/// then ends the session, resetting the stream, rather than waiting for it
+/// to close (a `serve --once` would otherwise outlive the bench).
+#[test]
+fn a_bench_session_ends_once_both_counts_are_told_whatever_its_streams_hold() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
+    let key = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    c.send(&Message::Open(params(Kind::Bench, 1))).unwrap();
+    let Message::Accepted { session } = c.recv().unwrap() else {
+        panic!("not accepted")
+    };
+    let mut attach = Vec::new();
+    braid_wire::encode(
+        &Message::Attach {
+            session,
+            stream: 0,
+            counter: 1,
+            mac: braid_wire::auth::attach_proof(&key, session, 0, 1),
+        },
+        &mut attach,
+    );
+    let mut data = TcpStream::connect(&addr).unwrap();
+    data.write_all(&attach).unwrap();
+    let mut accepted = Conn::new(data.try_clone().unwrap()).unwrap();
+    assert!(matches!(accepted.recv().unwrap(), Message::Accepted { .. }));
+    data.write_all(&[7u8; 1 << 16]).unwrap();
+    c.send(&Message::Close { bytes: 1 << 17 }).unwrap();
+    let Message::Close { bytes } = c.recv().unwrap() else {
+        panic!("no count")
+    };
+    assert_eq!(bytes, 1 << 16);
+    // The stream was never closed by its sender; the server lets go of it.
+    data.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut b = [0u8; 16];
+    match std::io::Read::read(&mut data, &mut b) {
+        Ok(0) => {}
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+        Ok(n) => panic!("{n} bytes on a bench's data stream"),
+    }
 }
 
 #[test]
