@@ -190,7 +190,8 @@ def test_auto_gives_way_when_reno_flows_arrive_and_takes_the_path_back_when_they
                                            "settle_leave_s", "cross_mbps")})
     # Alone on the path it fills it; the five Reno flows take their part when they arrive, and
     # when they leave it takes the path back. Its first question (whose the queue is) comes 20 s
-    # in, while they are there, and finds them: from then on it is held to one flow's share. How
+    # in, as they arrive, and finds them; a second, 2.5 s after it, confirms it (a swing of stiff
+    # UDP can fill one question's room): from then on it is held to one flow's share. How
     # close to that share it keeps is not asked of one 16 s phase (README, "--mode auto"; the
     # 180 s tcp-arrive cell in results/ and braid-sim's arrival test measure that). Once they
     # leave, no queue stands for 5 s, the caps come off, and the queue the group builds is asked

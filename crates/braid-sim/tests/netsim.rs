@@ -182,7 +182,19 @@ fn steered(
     from_s: u64,
     to_s: u64,
 ) -> (Outcome, Vec<f64>) {
-    use braid::auto::Auto;
+    let (o, ks, _) = traced(link, rtt_ms, others, from_s, to_s);
+    (o, ks)
+}
+
+/// `steered`, and when (in seconds) each tick found the queue shared.
+fn traced(
+    link: &str,
+    rtt_ms: u64,
+    others: &[Flow],
+    from_s: u64,
+    to_s: u64,
+) -> (Outcome, Vec<f64>, Vec<f64>) {
+    use braid::auto::{Auto, Queue};
     use braid::proto::steer::{Steer, Steering, StreamView};
     use braid_sim::SimSteering;
 
@@ -195,6 +207,7 @@ fn steered(
     let cfg = spec::parse(&format!("{link} delay {}ms{jitter}", rtt_ms / 2)).expect("a valid spec");
     let mut auto = Auto::new(1, 9, braid_cc::Strength::ONE);
     let mut ks = Vec::new();
+    let mut shared = Vec::new();
     let mut steer = |now: u64, views: &[braid_sim::FlowView]| {
         let group: Vec<StreamView> = views
             .iter()
@@ -217,6 +230,9 @@ fn steered(
             .collect();
         let asked = auto.tick(std::time::Duration::from_nanos(now), &group);
         ks.push(auto.strength());
+        if auto.queue() == Queue::Shared {
+            shared.push(now as f64 / 1e9);
+        }
         let done = asked
             .iter()
             .filter_map(|s| match s {
@@ -236,7 +252,7 @@ fn steered(
         2 * rtt_ms * MS,
         &mut steer,
     );
-    (o, ks)
+    (o, ks, shared)
 }
 
 fn median(mut x: Vec<f64>) -> f64 {
@@ -345,9 +361,9 @@ fn auto_gives_way_to_reno_flows_that_arrive_while_it_runs_strong() {
     let share = auto.mbps(0..9) / (auto.mbps(9..14) / 5.0);
     let early = ks[..ks.len() / 8].iter().cloned().fold(0.0, f64::max);
     let k = median(ks[ks.len() / 2..].to_vec());
-    // The first question comes as they arrive (20 s); found sharing, the group
-    // is held to one Reno flow's rate at the loss rate it sees, and settles
-    // there, not three halvings later.
+    // The first question comes as they arrive (20 s) and the next, 2.5 s after
+    // it, confirms it; found sharing, the group is held to one Reno flow's rate
+    // at the loss rate it sees, and settles there, not three halvings later.
     let (settling, _) = steered(link, 68, &reno, 30, 60);
     let soon = settling.mbps(0..9) / (settling.mbps(9..14) / 5.0);
     eprintln!("measured: Reno flows arriving at 20 s: auto {soon:.2} flows' worth 10-40 s after, {share:.2} from 60 s on (median k {k:.2}, {early:.1} before)");
@@ -382,4 +398,30 @@ fn auto_takes_the_path_back_when_reno_flows_leave() {
         a > 0.8 * x,
         "after they left auto moved {a:.1} Mb/s, alone {x:.1}"
     );
+}
+
+#[test]
+fn auto_finds_reno_flows_that_arrive_between_its_questions() {
+    // Alone, the group's first question (20-25 s) finds the queue its own and the next is
+    // due at 55 s; 5 Reno flows arrive as it ends. Beside the strong group they hold a share
+    // and the group's delivery stays down: that brings the question forward.
+    let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
+    let reno: Vec<Flow> = many(5, Flow::new(Arith::Reno))
+        .into_iter()
+        .map(|f| Flow {
+            start_ns: f.start_ns + 26 * S,
+            ..f
+        })
+        .collect();
+    let (o, _, shared) = traced(link, 68, &reno, 60, 90);
+    let found = shared.first().copied().unwrap_or(f64::INFINITY);
+    let share = o.mbps(0..9) / (o.mbps(9..14) / 5.0);
+    eprintln!("measured: Reno flows arriving at 26 s: found sharing at {found:.1} s, auto {share:.2} flows' worth 60-90 s");
+    // Found at 41.5 s here; asked only when due (55 s) and then once more, at 69.2 s, and
+    // 1.48 flows' worth from 60 s to 90 s.
+    assert!(
+        found < 50.0,
+        "found at {found:.1} s, no sooner than the next question"
+    );
+    assert!(share < 1.5, "auto took {share:.2} flows' worth");
 }

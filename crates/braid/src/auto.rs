@@ -19,14 +19,23 @@
 //! much of the yield's second half (more than a quarter of its ticks: not
 //! one reading, as others' synchronised losses empty the queue for a while);
 //! traffic that does not back off does not grow either, and the queue is
-//! gone but for a stiff source's swings. The first question waits 20 s, past
-//! the streams' slow start, so that a short transfer does not pay for it.
-//! Asking costs the yield's 30 % for 5 s, every 30 s while the
-//! queue is the group's own and every 10 to 20 s while others share it; it
-//! is what finds flows that arrive while the group runs strong (beside a
-//! group of strength 9, 5 Reno flows hold a third of the path and cannot
-//! grow, and nothing else in the streams' TCP_INFO tells them from a stiff
-//! source). Flows that grow slower than the yield gives room (one Reno flow
+//! gone but for a stiff source's swings. A room found taken when the queue
+//! was not known to be shared is asked about once more, 2.5 s later, before
+//! the group is held to its share: a swing of stiff UDP rising through one
+//! yield fills its room, and the next meets another phase of the swing.
+//!
+//! The first question waits 20 s, past the streams' slow start, so that a
+//! short transfer does not pay for it. Asking costs the yield's 30 % for
+//! 5 s, every 30 s while the queue is the group's own and every 10 to 20 s
+//! while others share it; it is what finds flows that arrive while the group
+//! runs strong (beside a group of strength 9, 5 Reno flows hold a third of
+//! the path and cannot grow, and the queue does not tell them from a stiff
+//! source). Between questions, a fall of the group's delivery that lasts
+//! (the best of its 2 s rates over the last 8 s under three quarters of the
+//! best over the 22 s before) asks at once: newcomers beside a strong group
+//! hold a share and the group's delivery stays down, where a stiff source's
+//! swings of 10 s or less leave some 2 s in every 8 s at the group's best.
+//! Flows that grow slower than the yield gives room (one Reno flow
 //! on a long path: a packet per RTT against a third of the group's window)
 //! stay small beside a strong group; the group finds the room untaken.
 //!
@@ -86,6 +95,22 @@ const OWN_FOR: Duration = Duration::from_secs(30);
 const SHARED_FOR: Duration = Duration::from_secs(10);
 const SHARED_FOR_MAX: Duration = Duration::from_secs(20);
 const AGAIN_AFTER: Duration = Duration::from_secs(5);
+/// A room found taken when the queue was not known to be shared is asked
+/// about again this long after, before the group is held to its share: a
+/// stiff source's swing rising through one yield fills its room, and the
+/// next yield, 7.5 s after the first began, meets another phase of it.
+const CONFIRM_AFTER: Duration = Duration::from_millis(2500);
+/// While the queue is the group's own, a fall in what the group delivers that
+/// lasts brings the next question forward: newcomers that back off, beside a
+/// group running strong, hold a share of the path and stay small, and the
+/// group's delivery stays down. The best of its rates over RATE_SPAN in the
+/// last FALL_RECENT below FALL_SHARE of the best in the FALL_BEFORE before
+/// that is such a fall; a stiff source's swings (10 s and shorter) do not
+/// lower the best over 8 s. Rates whose span meets a yield do not count.
+const RATE_SPAN: Duration = Duration::from_secs(2);
+const FALL_RECENT: Duration = Duration::from_secs(8);
+const FALL_BEFORE: Duration = Duration::from_secs(22);
+const FALL_SHARE: f64 = 0.75;
 /// While others share the path, the group's rate is capped at what `floor`
 /// Reno flows take at the rate of loss events its streams saw over this long
 /// (Mathis), once they saw this many; the caps are retold when the share
@@ -133,6 +158,17 @@ pub struct Auto {
     clear_since: Option<Duration>,
     /// The fair share the streams' caps were last set from, bytes per second.
     fair_told: Option<f64>,
+    /// The last question found the room taken, or the group's delivery fell
+    /// and stayed down: the next question's answer is taken as it comes.
+    confirming: bool,
+    /// When the last question ended.
+    answered: Duration,
+    /// Each stream's bytes at the last tick; the group's bytes since the
+    /// start at each tick of the last RATE_SPAN; its rate over RATE_SPAN at
+    /// each tick of the last FALL_RECENT + FALL_BEFORE but those of yields.
+    stream_bytes: Vec<(usize, u64)>,
+    delivered: VecDeque<(Duration, u64)>,
+    rates: VecDeque<(Duration, f64)>,
 }
 
 impl Auto {
@@ -159,6 +195,11 @@ impl Auto {
             losing: false,
             clear_since: None,
             fair_told: None,
+            confirming: false,
+            answered: Duration::ZERO,
+            stream_bytes: Vec::new(),
+            delivered: VecDeque::new(),
+            rates: VecDeque::new(),
         }
     }
 
@@ -229,6 +270,17 @@ impl Auto {
         streams: &[StreamView],
     ) -> Vec<Steering> {
         self.yielding = None;
+        self.answered = elapsed;
+        let first = answer == Queue::Shared && self.queue != Queue::Shared;
+        if first && !self.confirming {
+            // Held at the share meanwhile: newcomers still grow into the
+            // next yield's room, and a stiff source's swing costs the group
+            // 7.5 s at its share, not the 10 to 20 s until the next question.
+            self.confirming = true;
+            self.next_ask = elapsed + CONFIRM_AFTER;
+            return self.fair(streams, true);
+        }
+        self.confirming = false;
         if answer == Queue::Own {
             self.next_ask = elapsed + OWN_FOR;
             self.shared_gap = SHARED_FOR;
@@ -294,6 +346,63 @@ impl Auto {
         self.book.push_back((elapsed, sent, events));
         while self.book.len() > 2 && self.book[1].0 + FAIR_OVER <= elapsed {
             self.book.pop_front();
+        }
+    }
+
+    /// Notes what the group delivered since the last tick, and its rate over
+    /// the last RATE_SPAN. A stream's first reading is its baseline, so one
+    /// that joins (or is first seen late) adds nothing it moved before.
+    fn note_delivery(&mut self, elapsed: Duration, streams: &[StreamView]) {
+        let moved: u64 = streams
+            .iter()
+            .map(|v| {
+                let before = self
+                    .stream_bytes
+                    .iter()
+                    .find(|(s, _)| *s == v.stream)
+                    .map_or(v.bytes, |(_, b)| *b);
+                v.bytes.saturating_sub(before)
+            })
+            .sum();
+        self.stream_bytes = streams.iter().map(|v| (v.stream, v.bytes)).collect();
+        let total = self.delivered.back().map_or(0, |(_, b)| *b) + moved;
+        self.delivered.push_back((elapsed, total));
+        while self.delivered.len() > 2 && self.delivered[1].0 + RATE_SPAN <= elapsed {
+            self.delivered.pop_front();
+        }
+        let (t0, b0) = self.delivered[0];
+        // A yield's rates are low by design, and so are those just after it.
+        let clean = self.yielding.is_none() && elapsed >= self.answered + RATE_SPAN;
+        if clean && elapsed >= t0 + RATE_SPAN {
+            let secs = (elapsed - t0).as_secs_f64();
+            self.rates.push_back((elapsed, (total - b0) as f64 / secs));
+        }
+        while self
+            .rates
+            .front()
+            .is_some_and(|(t, _)| *t + FALL_RECENT + FALL_BEFORE < elapsed)
+        {
+            self.rates.pop_front();
+        }
+    }
+
+    /// Whether the group's delivery fell and stayed down while the queue was
+    /// its own: judged once FALL_RECENT has passed since the last question's
+    /// low rates.
+    fn fell(&self, elapsed: Duration) -> bool {
+        if self.queue != Queue::Own || elapsed < self.answered + RATE_SPAN + FALL_RECENT {
+            return false;
+        }
+        let best = |recent: bool| {
+            self.rates
+                .iter()
+                .filter(|(t, _)| (*t + FALL_RECENT > elapsed) == recent)
+                .map(|(_, r)| *r)
+                .reduce(f64::max)
+        };
+        match (best(true), best(false)) {
+            (Some(now), Some(before)) => now < FALL_SHARE * before,
+            _ => false,
         }
     }
 
@@ -387,6 +496,7 @@ impl Steer for Auto {
         };
         self.queue_us = queue;
         self.note_losses(elapsed, streams);
+        self.note_delivery(elapsed, streams);
         let target = Self::target_us(base as f64);
         let standing = queue as f64 > target;
         if let Some(until) = self.yielding {
@@ -417,6 +527,12 @@ impl Steer for Auto {
             // The queue fell away: whoever held it may have left.
             self.next_ask = self.next_ask.min(elapsed + AGAIN_AFTER);
             self.shared_gap = SHARED_FOR;
+        }
+        if self.fell(elapsed) {
+            // The fall is the first answer (a stiff source's swing does not
+            // last): a room found taken now needs no second question.
+            self.next_ask = self.next_ask.min(elapsed);
+            self.confirming = true;
         }
         if standing && elapsed >= self.next_ask {
             return self.begin_yield(elapsed, streams);
@@ -599,6 +715,10 @@ mod tests {
             (0..4).map(|i| Steering::Pace(i, None)).collect::<Vec<_>>()
         );
         assert!(!a.asking());
+        // Taken once: asked again 2.5 s later before the group is held.
+        assert_eq!(a.queue(), Queue::Unknown);
+        let again = run(&mut a, Duration::from_millis(10_100), 8.0, |_, _| 108.0);
+        assert_eq!(yields(&again), 1);
         assert_eq!(a.queue(), Queue::Shared);
         assert_eq!(a.state().unwrap().shared, Some(true));
     }
@@ -614,7 +734,8 @@ mod tests {
         assert_eq!(a.strength(), 1.0);
         let ks = strengths(&asked);
         assert!(ks.len() <= 8, "down within a few ticks: {ks:?}");
-        // At 10 s, 10 s after its answer (25 s), 20 s after the next one (50 s).
+        // At 10 s, again 2.5 s after its answer (17.5 s), 10 s after that
+        // one's (32.5 s), then 20 s after the next (57.5 s).
         assert_eq!(yields(&asked), 3, "{asked:?}");
     }
 
@@ -632,9 +753,10 @@ mod tests {
             "the queue is the group's own: full strength"
         );
         assert_eq!(yields(&asked), 1, "the answer holds 30 s");
-        // Then Reno flows arrive and grow into the next yield's room.
-        let asked = run(&mut a, Duration::from_secs(30), 17.0, |_, _| 108.0);
-        assert_eq!(yields(&asked), 1);
+        // Then Reno flows arrive and grow into the next yield's room (40 s),
+        // and into that of the one that confirms it (47.5 s).
+        let asked = run(&mut a, Duration::from_secs(30), 25.0, |_, _| 108.0);
+        assert_eq!(yields(&asked), 2);
         assert_eq!(a.queue(), Queue::Shared);
         assert_eq!(a.strength(), 1.0);
     }
@@ -653,10 +775,14 @@ mod tests {
                     108.0
                 }
             });
-            a.queue()
+            (a.queue(), a.confirming)
         };
-        assert_eq!(answer(400), Queue::Own, "a stiff source's swing");
-        assert_eq!(answer(900), Queue::Shared, "more than a quarter of 2.5 s");
+        assert_eq!(answer(400), (Queue::Own, false), "a stiff source's swing");
+        assert_eq!(
+            answer(900),
+            (Queue::Unknown, true),
+            "more than a quarter of 2.5 s: taken, to be asked again"
+        );
     }
 
     /// Four streams at `srtt_ms` that have sent 1000 packets a second each
@@ -746,6 +872,94 @@ mod tests {
         assert_eq!(a.queue(), Queue::Own);
     }
 
+    /// Yields begun by `a` from `from` to `to`, each stream delivering at
+    /// `rate(t)` bytes a second and 40 ms of queue standing but while the
+    /// group yields (stiff traffic) or always (`taken` says when).
+    fn questions(
+        a: &mut Auto,
+        from: f64,
+        to: f64,
+        rate: impl Fn(f64) -> f64,
+        taken: impl Fn(f64) -> bool,
+    ) -> Vec<f64> {
+        let mut t = Duration::from_secs_f64(from);
+        let mut moved = 0.0;
+        let mut begun = Vec::new();
+        while t < Duration::from_secs_f64(to) {
+            let secs = t.as_secs_f64();
+            let srtt = if a.asking() && !taken(secs) {
+                69.0
+            } else {
+                108.0
+            };
+            let mut v = views(srtt);
+            for s in &mut v {
+                s.bytes = moved as u64;
+            }
+            let was = a.asking();
+            a.tick(t, &v);
+            if a.asking() && !was {
+                begun.push(secs);
+            }
+            let dt = a.interval();
+            moved += rate(secs) * dt.as_secs_f64();
+            t += dt;
+        }
+        begun
+    }
+
+    #[test]
+    fn a_lasting_fall_in_delivery_brings_the_question_forward_and_a_swing_does_not() {
+        let stiff = |_| false;
+        // Own from 10 s; the next question is due at 40 s.
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let asked = questions(&mut a, 0.0, 45.0, |_| 1e6, stiff);
+        assert_eq!(asked.len(), 2);
+        assert!((asked[1] - 40.0).abs() < 0.2, "{asked:?}");
+        // From 25 s the group delivers 60 %: once every rate of the last 8 s
+        // is below 75 % of the best before (from about 34.3 s), it asks.
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let fall = |t: f64| if t < 25.0 { 1e6 } else { 0.6e6 };
+        let asked = questions(&mut a, 0.0, 45.0, fall, stiff);
+        assert!(asked[1] > 34.0 && asked[1] < 35.0, "{asked:?}");
+        assert_eq!(a.queue(), Queue::Own);
+        // Newcomers took the fall's room: held at once, the fall being the
+        // question's first answer.
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let asked = questions(&mut a, 0.0, 40.0, fall, |t| t > 30.0);
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        assert_eq!(a.queue(), Queue::Shared);
+        // A stiff source's swing, 30 % to 100 % over 10 s: no early question.
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let swing = |t: f64| 1e6 * (0.65 + 0.35 * (std::f64::consts::TAU * t / 10.0).sin());
+        let asked = questions(&mut a, 0.0, 45.0, swing, stiff);
+        assert!((asked[1] - 40.0).abs() < 0.2, "{asked:?}");
+    }
+
+    #[test]
+    fn a_room_first_found_taken_is_asked_about_again_before_the_group_is_held() {
+        // The first yield (5-10 s) meets a rising swing: the queue stands.
+        let mut a = asks_at_5(1, 9, Strength::ONE);
+        let asked = questions(&mut a, 0.0, 10.1, |_| 1e6, |_| true);
+        assert!(
+            asked.len() == 1 && (asked[0] - 5.0).abs() < 0.2,
+            "{asked:?}"
+        );
+        assert_eq!(a.queue(), Queue::Unknown, "not held on one answer");
+        assert!(a.paced.is_empty(), "the yield's caps came off");
+        // 2.5 s later it asks again; the swing has gone: the queue is its own.
+        let asked = questions(&mut a, 10.1, 20.0, |_| 1e6, |t| t < 10.0);
+        assert_eq!(asked.len(), 1);
+        assert!((asked[0] - 12.5).abs() < 0.2, "{asked:?}");
+        assert_eq!(a.queue(), Queue::Own);
+        assert!(a.paced.is_empty() && a.fair_told.is_none());
+        // Taken twice running, the group is held to its share.
+        let mut a = asks_at_5(1, 9, Strength::ONE);
+        let asked = questions(&mut a, 0.0, 18.0, |_| 1e6, |_| true);
+        assert_eq!(asked.len(), 2);
+        assert_eq!(a.queue(), Queue::Shared);
+    }
+
     #[test]
     fn k_holds_where_the_queue_sits_at_its_target() {
         let mut a = asks_at_5(1, 9, Strength::ONE);
@@ -761,7 +975,7 @@ mod tests {
     #[test]
     fn the_floor_is_the_fair_share_and_a_view_without_rtt_changes_nothing() {
         let mut a = asks_at_5(1, 8, Strength::from_milli(2500).unwrap());
-        run(&mut a, Duration::ZERO, 30.0, |_, _| 200.0);
+        run(&mut a, Duration::ZERO, 34.0, |_, _| 200.0);
         assert_eq!(a.strength(), 2.5);
         let idle = StreamView {
             stream: 0,
@@ -770,7 +984,7 @@ mod tests {
             info: None,
         };
         assert!(!a.asking());
-        assert!(a.tick(Duration::from_secs(31), &[idle]).is_empty());
+        assert!(a.tick(Duration::from_secs(35), &[idle]).is_empty());
         assert_eq!(a.interval(), Duration::from_millis(136));
     }
 }
