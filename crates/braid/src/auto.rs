@@ -534,7 +534,10 @@ impl Steer for Auto {
             self.next_ask = self.next_ask.min(elapsed);
             self.confirming = true;
         }
-        if standing && elapsed >= self.next_ask {
+        // A question waits for a queue to ask about, but one that confirms
+        // does not: a group held at its share beside a stiff source builds
+        // none, and would stay held.
+        if (standing || self.confirming) && elapsed >= self.next_ask {
             return self.begin_yield(elapsed, streams);
         }
         let mut asked = if self.queue == Queue::Shared {
@@ -958,6 +961,30 @@ mod tests {
         let asked = questions(&mut a, 0.0, 18.0, |_| 1e6, |_| true);
         assert_eq!(asked.len(), 2);
         assert_eq!(a.queue(), Queue::Shared);
+    }
+
+    #[test]
+    fn a_group_held_while_it_confirms_asks_even_with_no_queue_and_lets_go() {
+        // Losses give a share: the first room found taken holds the group.
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let mut t = Duration::ZERO;
+        while !a.confirming {
+            a.tick(t, &counting(t, 108.0));
+            t += a.interval();
+        }
+        assert!(!a.paced.is_empty(), "held at the share while it confirms");
+        // Held beside a stiff source, no queue stands; the question comes
+        // anyway, finds the room untaken, and the caps come off.
+        let held = t;
+        let mut asked = false;
+        while t < held + Duration::from_secs(10) {
+            a.tick(t, &counting(t, 69.0));
+            asked |= a.asking();
+            t += a.interval();
+        }
+        assert!(asked);
+        assert_eq!(a.queue(), Queue::Own);
+        assert!(a.paced.is_empty() && a.fair_told.is_none());
     }
 
     #[test]
