@@ -167,13 +167,23 @@ pub struct Life {
 
 impl Life {
     pub fn new(user: &Cancel) -> Life {
+        Life::counting(user, Tally::default())
+    }
+
+    /// A session whose streams arrive through `arrivals`' door, counted in
+    /// its tally from the moment they are admitted.
+    pub fn arriving(user: &Cancel, arrivals: &Arrivals) -> Life {
+        Life::counting(user, arrivals.tally.clone())
+    }
+
+    fn counting(user: &Cancel, tally: Tally) -> Life {
         let abort = Abort::default();
         let stop = abort.stop.clone();
         Life {
             _linked: user.on_cancel(move || stop.cancel()),
             abort,
             done: Cancel::new(),
-            tally: Tally::default(),
+            tally,
             reconnects: AtomicUsize::new(0),
             user: user.clone(),
         }
@@ -236,17 +246,52 @@ impl Notes {
 pub type Arrival = Option<(u16, Conn)>;
 
 /// The server side's end of a session's attach channel, with a sender of its
-/// own for waking the loop that takes from it.
+/// own for waking the loop that takes from it, and the session's tally.
 pub struct Arrivals {
     rx: Receiver<Arrival>,
     wake: Sender<Arrival>,
+    tally: Tally,
 }
 
 impl Arrivals {
-    /// The sender the attaching connections go to, and the session's end.
-    pub fn channel() -> (Sender<Arrival>, Arrivals) {
+    /// The door the attaching connections come through, and the session's end.
+    pub fn channel() -> (Door, Arrivals) {
         let (tx, rx) = mpsc::channel();
-        (tx.clone(), Arrivals { rx, wake: tx })
+        let tally = Tally::default();
+        let door = Door {
+            tx: tx.clone(),
+            tally: tally.clone(),
+        };
+        (
+            door,
+            Arrivals {
+                rx,
+                wake: tx,
+                tally,
+            },
+        )
+    }
+}
+
+/// Where an accepted attach enters its session. The stream counts as started
+/// the moment its attach is accepted, before the session's accept loop takes
+/// it from the channel: a peer that attaches and at once tells its close is
+/// then waited for, not answered as if no stream had come.
+#[derive(Clone)]
+pub struct Door {
+    tx: Sender<Arrival>,
+    tally: Tally,
+}
+
+impl Door {
+    /// Counts the stream in, runs `welcome` (the attach's answer) and hands
+    /// the connection to the session; a welcome that fails, or a session that
+    /// is gone, counts it out again.
+    pub fn admit(&self, stream: u16, mut conn: Conn, welcome: impl FnOnce(&mut Conn) -> bool) {
+        self.tally.start();
+        if !welcome(&mut conn) || self.tx.send(Some((stream, conn))).is_err() {
+            self.tally.lost();
+        }
     }
 }
 
@@ -328,6 +373,8 @@ impl Streams<'_> {
         incoming: Arrivals,
         work: &'e (dyn Fn(usize, Conn) -> StreamEnd + Sync),
     ) {
+        // The door counted each arrival in this tally as it admitted it.
+        debug_assert!(Arc::ptr_eq(&self.tally.0, &incoming.tally.0));
         scope.spawn(move || {
             // The loop sleeps in the channel; the session's stop and its end
             // wake it with an empty arrival.
@@ -348,6 +395,7 @@ impl Streams<'_> {
                     conn.send_error(&Error::Protocol(format!(
                         "stream {i}: a session has at most {MAX_STREAMS}"
                     )));
+                    self.tally.lost();
                     continue;
                 }
                 if seen.len() <= i {
@@ -357,7 +405,6 @@ impl Streams<'_> {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                 }
                 seen[i] = true;
-                self.tally.start();
                 scope.spawn(move || match work(i, conn) {
                     StreamEnd::Finished => self.tally.finish(),
                     StreamEnd::Fatal(e) => self.abort.fail(e),
@@ -863,8 +910,8 @@ mod tests {
     fn accept_loop_ends(end: impl FnOnce(&Life) + Send + 'static) -> bool {
         let (ended, over) = mpsc::channel();
         thread::spawn(move || {
-            let life = Life::new(&Cancel::new());
-            let (_tx, arrivals) = Arrivals::channel();
+            let (_door, arrivals) = Arrivals::channel();
+            let life = Life::arriving(&Cancel::new(), &arrivals);
             let work = |_: usize, _: Conn| StreamEnd::Finished;
             let streams = life.streams(1, Notes::Off);
             thread::scope(|s| {
@@ -882,6 +929,32 @@ mod tests {
         assert!(accept_loop_ends(|life| life.done.cancel()));
         assert!(accept_loop_ends(|life| life.abort.stop()));
         assert!(accept_loop_ends(|life| life.user.cancel()));
+    }
+
+    fn loopback_conn() -> (Conn, std::net::TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let near = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (Conn::new(l.accept().unwrap().0).unwrap(), near)
+    }
+
+    /// The CI failure of b195236: a close told right after an attach was
+    /// answered before the accept loop had counted the stream in.
+    #[test]
+    fn an_admitted_stream_counts_before_the_accept_loop_takes_it() {
+        let (door, arrivals) = Arrivals::channel();
+        let life = Life::arriving(&Cancel::new(), &arrivals);
+        let (conn, _near) = loopback_conn();
+        door.admit(0, conn, |_| true);
+        assert_eq!(life.tally.counts().started, 1);
+        // A welcome that could not be sent counts the stream out again.
+        let (conn, _near) = loopback_conn();
+        door.admit(1, conn, |_| false);
+        assert_eq!(life.tally.counts().started, 1);
+        // So does a session that is gone.
+        drop(arrivals);
+        let (conn, _near) = loopback_conn();
+        door.admit(2, conn, |_| true);
+        assert_eq!(life.tally.counts().started, 1);
     }
 
     #[test]

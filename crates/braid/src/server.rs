@@ -7,7 +7,7 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -93,7 +93,7 @@ const FDS_KEPT: usize = 256;
 
 struct Entry {
     key: [u8; 32],
-    streams: Sender<engine::Arrival>,
+    streams: engine::Door,
     /// The highest attach counter seen per stream: a lower or equal one is a replay.
     counters: HashMap<u16, u64>,
 }
@@ -373,9 +373,9 @@ fn handle(stream: TcpStream, id: u64, shared: &Shared) -> Option<Result<()>> {
                     shared.settled(id);
                     conn.r.set_limit(braid_wire::MAX_FRAME);
                     conn.r.set_deadline(None);
-                    if conn.send(&Message::Accepted { session }).is_ok() {
-                        let _ = tx.send(Some((stream, conn)));
-                    }
+                    tx.admit(stream, conn, |c| {
+                        c.send(&Message::Accepted { session }).is_ok()
+                    });
                 }
                 Err(why) => conn.send_error(&Error::Auth(why.into())),
             }
@@ -410,12 +410,12 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shar
     };
     conn.tell(plan::check(&params).map_err(Error::Usage))?;
     let session = u64::from_be_bytes(session::random()?);
-    let (tx, rx) = engine::Arrivals::channel();
+    let (door, rx) = engine::Arrivals::channel();
     shared.registry.lock().unwrap().insert(
         session,
         Entry {
             key,
-            streams: tx,
+            streams: door,
             counters: HashMap::new(),
         },
     );
@@ -466,7 +466,7 @@ fn run_session(
     let limit_bps = lower(cfg.limit_bps, (p.limit_bps > 0).then_some(p.limit_bps));
     let n = p.streams as usize;
     let tel = Telemetry::new(n, Output::Quiet);
-    let life = Life::new(&cfg.cancel);
+    let life = Life::arriving(&cfg.cancel, &rx);
     let streams = life.streams(
         n,
         if cfg.output == Output::Human {
