@@ -349,6 +349,7 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
 
 def _embedded(exp, variant, plan, todo, out, token, keep, progress) -> None:
     """The cells one after another in this process, on this machine."""
+    _signalled.clear()
     preflight(exp, variant)
     installed_here = False
     needs_ours = any(cc and cc.startswith("braid_") for m in variant.methods
@@ -374,6 +375,10 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress) -> None:
                     data = run_cell(exp, variant, cell, raw, token, plan.index(cell))
                     break
                 except (RunError, RuntimeError, OSError, ValueError, KeyError) as e:
+                    # A signal's unwinding can surface as a tool that exited (the testbed's
+                    # teardown ends them): that is the run stopping, not the cell failing.
+                    if _signalled.is_set():
+                        raise KeyboardInterrupt(f"stopped during {cell.id}") from e
                     # One cell's failure (a tool that exited, a report that did not parse) must not
                     # throw away hours of others: try once more, then leave it for a continuation.
                     progress(f"    attempt {attempt} failed: {e}")
@@ -413,7 +418,12 @@ def default_out(exp: Experiment, which: str) -> Path:
     return braid.ROOT / "runs" / f"{exp.name}-{which}-{stamp}"
 
 
+# Set by a SIGINT or SIGTERM this process took, until the next run starts.
+_signalled = threading.Event()
+
+
 def _interrupt(signum, frame):
+    _signalled.set()
     raise KeyboardInterrupt(f"signal {signum}")
 
 

@@ -98,3 +98,33 @@ def test_a_first_pass_runs_only_the_chosen_methods_and_keeps_that_plan(fake, tmp
         runner.run(exp, "full", out, methods=["reno-2"], progress=lambda s: None)
     with pytest.raises(experiment.ExperimentError, match="no method matches 'reno-3'"):
         runner.run(exp, "full", tmp_path / "other", methods=["reno-3"], progress=lambda s: None)
+
+
+def test_a_signal_during_a_cell_stops_the_run_even_when_the_cell_then_fails(fake, tmp_path, monkeypatch):
+    # The signal's unwinding tears the testbed down, and a tool it ended reports itself failed:
+    # the run stops there (for a continuation), it does not try the cell again.
+    tried = []
+
+    def run_cell(exp, variant, c, raw, token, index):
+        tried.append(c.id)
+        try:
+            runner._interrupt(15, None)
+        except KeyboardInterrupt:
+            raise RuntimeError("iperf3-client-5201 on snd1 exited 1")
+
+    monkeypatch.setattr(runner, "run_cell", run_cell)
+    exp = experiment.parse(__import__("tomllib").loads(MINIMAL))
+    said = []
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(exp, "quick", tmp_path / "run", progress=said.append)
+    assert len(tried) == 1 and not any("attempt" in s for s in said)
+    # The next run starts afresh: a failure then is a failure, each cell tried twice.
+    def failing(exp, variant, c, raw, token, index):
+        raise RuntimeError(f"bench on snd0 exited 4 in {c.id}")
+
+    monkeypatch.setattr(runner, "run_cell", failing)
+    said.clear()
+    with pytest.raises(runner.RunError, match="did not finish"):
+        runner.run(exp, "quick", tmp_path / "run", progress=said.append)
+    assert sum("attempt" in s for s in said) == 2 * 3
+
