@@ -1,34 +1,28 @@
 //! The client's side of `send`, `get` and `bench`: it opens the control
-//! connection, then dials every data stream (and dials a lost one again).
+//! connection and does its half of the opening exchange, then hands the
+//! session to `driver` as the dial side (it dials every data stream, and a
+//! lost one again).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use braid_cc::Controls;
-use braid_cc::Strength;
-use braid_wire::{FileEntry, Kind, Message, Mode, FLAG_RESUME, FLAG_REVERSE};
+use braid_wire::{FileEntry, Kind, Message, SessionParams, FLAG_RESUME};
 
-use crate::auto::Auto;
-use crate::bench;
 use crate::cancel::Cancel;
 use crate::conn::Conn;
-use crate::engine::{self, Hooks, Life, Notes, SteerHook, StreamEnd};
+use crate::driver::{self, BenchRole, Run, Sending, Side};
+use crate::engine::{self, Notes};
 use crate::error::{Error, Result};
-use crate::falcon::Falcon;
 use crate::manifest;
 use crate::pacer::Pacer;
-use crate::plan::{self, mode_name, StreamControl};
+use crate::plan::{self, mode_name};
 use crate::proto::steer::Steer;
-use crate::ranges::RangeSet;
 use crate::receive::{claims::Claims, RecvOptions, RecvShared};
-use crate::send::SendShared;
 use crate::session::{self, ManifestLimits, SocketOptions, Token};
 use crate::telemetry::{Output, Summary, Telemetry};
-use braid_wire::SessionParams;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Everything a client session needs.
 #[derive(Clone)]
@@ -51,39 +45,6 @@ pub struct Config {
 
 /// A steer a session borrows while it runs.
 pub type SharedSteer = Arc<Mutex<dyn Steer>>;
-
-/// The sending end's controls: one per stream (a stream that joins takes the
-/// last one's unless told otherwise), and braid-cc's maps if settings need them.
-struct Sending {
-    controls: Mutex<Vec<StreamControl>>,
-    maps: Option<Controls>,
-}
-
-impl Sending {
-    fn control(&self, i: usize) -> StreamControl {
-        let c = self.controls.lock().unwrap();
-        c.get(i).or(c.last()).cloned().unwrap_or_default()
-    }
-
-    /// Gives stream `i` a control: on its live socket, and on its later connections.
-    fn apply(&self, tel: &Telemetry, i: usize, control: &StreamControl) -> Result<()> {
-        self.set(i, control);
-        tel.with_socket(i, |sock| {
-            session::apply_control(sock, control, self.maps.as_ref())
-        })
-        .unwrap_or(Ok(()))
-    }
-
-    /// Stream `i`'s control from now on.
-    fn set(&self, i: usize, control: &StreamControl) {
-        let mut c = self.controls.lock().unwrap();
-        while c.len() <= i {
-            let last = c.last().cloned().unwrap_or_default();
-            c.push(last);
-        }
-        c[i] = control.clone();
-    }
-}
 
 impl Config {
     /// The session's parameters as sent in `Open`, the rate limit with them.
@@ -134,17 +95,9 @@ fn accepted(ctrl: &mut Conn) -> Result<u64> {
     }
 }
 
+/// The sending end's controls; a caller's steer may set any later.
 fn controls(cfg: &Config, session: u64) -> Result<Sending> {
-    let c = plan::stream_controls(&cfg.params, session);
-    // A steer may give any stream braid-cc settings later: open the maps if they are there.
-    let maps = match session::open_controls(&c, &cfg.pin_dir)? {
-        None if cfg.steer.is_some() => Controls::open(&cfg.pin_dir).ok(),
-        maps => maps,
-    };
-    Ok(Sending {
-        controls: Mutex::new(c),
-        maps,
-    })
+    Sending::new(&cfg.params, session, &cfg.pin_dir, cfg.steer.is_some())
 }
 
 fn dialer<'a>(
@@ -157,43 +110,40 @@ fn dialer<'a>(
     // Every attach of the session carries a counter the server has not seen.
     let counter = AtomicU64::new(0);
     move |i| {
-        let control = sending.map(|s| s.control(i));
-        let control = control
-            .as_ref()
-            .zip(sending)
-            .map(|(c, s)| (c, s.maps.as_ref()));
+        let control = sending.map(|s| (s.control(i), s.maps()));
+        let control = control.as_ref().map(|(c, maps)| (c, *maps));
         let s = session::connect(addr, &cfg.sock, control)?;
         let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
         session::attach(s, session, i as u16, n, &key)
     }
 }
 
-/// The steer of `--mode auto` or `--mode falcon`, unless the caller brought its own.
-fn own_steer(cfg: &Config, session: u64) -> Option<Box<dyn Steer>> {
-    let p = &cfg.params;
-    match p.mode {
-        _ if cfg.steer.is_some() => None,
-        Mode::Auto => Some(Box::new(Auto::new(
-            session,
-            p.streams as usize,
-            Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE),
-        ))),
-        Mode::Falcon => Some(Box::new(Falcon::new(
-            plan::initial_streams(p),
-            p.streams as usize,
-        ))),
-        _ => None,
-    }
+/// A session's steer: the caller's (locked while the session runs), else
+/// `--mode auto`'s or `--mode falcon`'s own; a receiving end has none.
+enum SessionSteer<'a> {
+    Caller(MutexGuard<'a, dyn Steer + 'static>),
+    Own(Box<dyn Steer>),
+    Off,
 }
 
-/// The session's steer: the caller's, or its own.
-fn steer_of<'a>(
-    guard: &'a mut Option<std::sync::MutexGuard<'_, dyn Steer + 'static>>,
-    own: &'a mut Option<Box<dyn Steer>>,
-) -> Option<&'a mut (dyn Steer + 'static)> {
-    match guard {
-        Some(g) => Some(&mut **g),
-        None => own.as_deref_mut(),
+impl<'a> SessionSteer<'a> {
+    fn new(cfg: &'a Config, session: u64, sends: bool) -> Self {
+        match (&cfg.steer, sends) {
+            (_, false) => SessionSteer::Off,
+            (Some(shared), true) => SessionSteer::Caller(shared.lock().unwrap()),
+            (None, true) => match driver::own_steer(&cfg.params, session, true) {
+                Some(own) => SessionSteer::Own(own),
+                None => SessionSteer::Off,
+            },
+        }
+    }
+
+    fn get(&mut self) -> Option<&mut (dyn Steer + 'static)> {
+        match self {
+            SessionSteer::Caller(g) => Some(&mut **g),
+            SessionSteer::Own(b) => Some(&mut **b),
+            SessionSteer::Off => None,
+        }
     }
 }
 
@@ -203,106 +153,41 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Bench)))?;
     let session = accepted(&mut o.ctrl)?;
-    let reverse = cfg.params.flags & FLAG_REVERSE != 0;
-    // A receiving client dials what it asked for; a sending one may start with
-    // fewer and let its steer add and remove streams.
-    let n = if reverse {
-        cfg.params.streams as usize
-    } else {
-        plan::initial_streams(&cfg.params)
-    };
-    let sending = if reverse {
-        None
-    } else {
+    let sends = driver::sends(Kind::Bench, cfg.params.flags, true);
+    let sending = if sends {
         Some(controls(cfg, session)?)
+    } else {
+        None
+    };
+    let n = if sends {
+        plan::initial_streams(&cfg.params)
+    } else {
+        cfg.params.streams as usize
     };
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
-    let life = Life::new(&cfg.cancel);
-    let streams = life.streams(n, notes(cfg.output));
-    let duration = Duration::from_millis(cfg.params.duration_ms as u64);
-    let deadline = Instant::now() + duration;
-    let pacer = cfg.limit_bps.map(Pacer::new);
     let dial = dialer(cfg, o.addr, o.key, session, sending.as_ref());
-    // Streams below `active` send; each one's flag says whether its thread still runs.
-    let active = AtomicUsize::new(n);
-    let running: Vec<AtomicBool> = (0..plan::MAX_STREAMS as usize)
-        .map(|i| AtomicBool::new(i < n))
-        .collect();
-    let wanted = |i: usize| i < active.load(Ordering::SeqCst);
-    let send_work = |i: usize, conn: Conn| {
-        bench::send(
-            i,
-            conn,
-            deadline,
-            &tel,
-            pacer.as_ref(),
-            &cfg.cancel,
-            &|| wanted(i),
-        );
-        running[i].store(false, Ordering::SeqCst);
-        StreamEnd::Finished
+    let role = match &sending {
+        Some(sending) => BenchRole::Send {
+            sending,
+            pacer: cfg.limit_bps.map(Pacer::new),
+        },
+        None => BenchRole::Receive,
     };
-    let recv_work = |i: usize, conn: Conn| {
-        bench::receive(i, conn, &tel, &cfg.cancel, &life.done);
-        StreamEnd::Finished
+    let mut steer = SessionSteer::new(cfg, session, sends);
+    let run = Run {
+        tel: &tel,
+        cancel: &cfg.cancel,
+        notes: notes(cfg.output),
+        steer: steer.get(),
     };
-    let mut own = own_steer(cfg, session);
-    let mut guard = cfg.steer.as_ref().map(|s| s.lock().unwrap());
-    let steer = steer_of(&mut guard, &mut own).filter(|_| !reverse);
-    let apply = |i: usize, c: &StreamControl| match &sending {
-        Some(sending) => sending.apply(&tel, i, c),
-        None => Ok(()),
-    };
-    let (stop_steer, steer_stop) = std::sync::mpsc::channel::<()>();
-    let peer = thread::scope(|s| -> Result<u64> {
-        let work: &(dyn Fn(usize, Conn) -> StreamEnd + Sync) =
-            if reverse { &recv_work } else { &send_work };
-        streams.dial(s, &dial, work);
-        let (streams, dial, active, running) = (&streams, &dial, &active, &running);
-        let set_streams = move |k: usize| {
-            if Instant::now() >= deadline {
-                return;
-            }
-            let k = k.clamp(1, running.len());
-            active.store(k, Ordering::SeqCst);
-            for (i, r) in running.iter().enumerate().take(k) {
-                if !r.swap(true, Ordering::SeqCst) {
-                    streams.dial_one(s, i, dial, work);
-                }
-            }
-        };
-        if let Some(steer) = steer {
-            let notes = notes(cfg.output);
-            let (tel, apply, wanted) = (&tel, &apply, &wanted);
-            s.spawn(move || {
-                let hook = engine::BenchSteer {
-                    tel,
-                    wanted,
-                    apply,
-                    streams: Some(&set_streams),
-                };
-                engine::steer_bench(&steer_stop, steer, &hook, notes)
-            });
-        }
-        let _stop_steer = stop_steer;
-        let wait = duration + Duration::from_secs(30);
-        let r = if reverse {
-            bench::close_receiving(&mut o.ctrl, &life, wait, &tel)
-        } else {
-            bench::close_sending(&mut o.ctrl, &life, n, wait, &tel)
-        };
-        life.end(r, &tel)
-    });
+    let peer = driver::bench(&mut o.ctrl, Side::Dial(&dial), role, &cfg.params, run);
     let mut summary = tel.finish(
         "bench",
-        if reverse { "receiver" } else { "sender" },
+        if sends { "sender" } else { "receiver" },
         mode_name(&cfg.params),
     );
     let _ = sampler.join();
-    if let Some(e) = life.abort.take() {
-        return Err(e);
-    }
     summary.peer_bytes = Some(peer?);
     Ok(summary)
 }
@@ -324,75 +209,34 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     // A receiver holds at most a range per block it could have written.
     let held = engine::read_ranges(&mut o.ctrl, files.len(), crate::receive::DEFAULT_MAX_BLOCKS)?;
     let sending = controls(cfg, session)?;
-    run_sender(cfg, o, session, &files, &held, Some(&sending), "send")
-}
-
-fn run_sender(
-    cfg: &Config,
-    o: Opened,
-    session: u64,
-    files: &[manifest::Source],
-    held: &[RangeSet],
-    sending: Option<&Sending>,
-    kind: &'static str,
-) -> Result<Summary> {
     let n = plan::initial_streams(&cfg.params);
     let tel = Telemetry::new(n, cfg.output);
-    let (tx, rx) = engine::events();
-    let shared = SendShared::new(
-        files,
-        held,
-        cfg.params.block_size,
-        n,
-        tx.clone(),
-        tel.clone(),
-        cfg.limit_bps,
-    )?;
     let sampler = tel.spawn_sampler(cfg.interval);
-    let life = Life::new(&cfg.cancel);
-    let streams = life.streams(n, notes(cfg.output));
     let Opened { ctrl, key, addr } = o;
-    let dial = dialer(cfg, addr, key, session, sending);
-    let work = engine::send_work(&shared);
-    // A steer's new control reaches the stream's live socket, and its later ones.
-    let apply = |i: usize, c: &StreamControl| match sending {
-        Some(sending) => sending.apply(&shared.tel, i, c),
-        None => Ok(()),
+    let dial = dialer(cfg, addr, key, session, Some(&sending));
+    let mut steer = SessionSteer::new(cfg, session, true);
+    let run = Run {
+        tel: &tel,
+        cancel: &cfg.cancel,
+        notes: notes(cfg.output),
+        steer: steer.get(),
     };
-    let mut own = own_steer(cfg, session);
-    let mut guard = cfg.steer.as_ref().map(|s| s.lock().unwrap());
-    let steer = steer_of(&mut guard, &mut own);
-    let r = thread::scope(|s| {
-        streams.dial(s, &dial, &work);
-        let open = |i: usize| streams.dial_one(s, i, &dial, &work);
-        let hooks = Hooks {
-            open: Some(&open),
-            steer: steer.map(|steer| SteerHook {
-                steer,
-                apply: &apply,
-            }),
-        };
-        let r = engine::drive_sender(
-            ctrl,
-            files,
-            tx,
-            rx,
-            &shared,
-            &life,
-            notes(cfg.output),
-            hooks,
-        );
-        if r.is_err() {
-            shared.abort();
-        }
-        life.end(r, &tel)
-    });
-    let mut summary = tel.finish(kind, "sender", mode_name(&cfg.params));
+    let sent = driver::send_files(
+        ctrl,
+        Side::Dial(&dial),
+        &sending,
+        &files,
+        &held,
+        &cfg.params,
+        cfg.limit_bps,
+        run,
+    );
+    let mut summary = tel.finish("send", "sender", mode_name(&cfg.params));
     let _ = sampler.join();
-    let peer = r?;
-    summary.peer_bytes = Some(peer);
+    let sent = sent?;
+    summary.peer_bytes = Some(sent.peer);
     summary.files = files.iter().filter(|s| !s.entry.is_dir()).count();
-    summary.requeued_blocks = shared.requeued();
+    summary.requeued_blocks = sent.requeued;
     Ok(summary)
 }
 
@@ -432,16 +276,14 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         .tell(RecvShared::new(local, &files, &opts, tel.clone()))?;
     engine::send_held(&mut o.ctrl, &shared)?;
     let sampler = tel.spawn_sampler(cfg.interval);
-    let life = Life::new(&cfg.cancel);
-    let streams = life.streams(n, notes(cfg.output));
     let dial = dialer(cfg, o.addr, o.key, session, None);
-    let Conn { r, w } = o.ctrl;
-    let w = Mutex::new(w);
-    let work = engine::receive_work(&shared, &w);
-    let res = thread::scope(|s| {
-        streams.dial(s, &dial, &work);
-        engine::drive_receiver(r, &w, &shared, &life)
-    });
+    let run = Run {
+        tel: &tel,
+        cancel: &cfg.cancel,
+        notes: notes(cfg.output),
+        steer: None,
+    };
+    let res = driver::receive_files(o.ctrl, Side::Dial(&dial), &shared, n, run);
     let mut summary = tel.finish("get", "receiver", mode_name(&cfg.params));
     let _ = sampler.join();
     let peer = res?;

@@ -13,6 +13,7 @@ pub mod bootstrap;
 pub mod cancel;
 pub mod client;
 pub mod conn;
+pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod falcon;

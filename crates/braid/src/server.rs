@@ -1,34 +1,30 @@
 //! `braid serve`: answers send, get and bench. Control and data connections
 //! share one port; a data connection names its session and proves it holds
-//! that session's key.
+//! that session's key. Once a session is open, the server does its half of
+//! the opening exchange and hands it to `driver` as the accept side.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
+use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_RESUME};
 
-use crate::auto::Auto;
-use crate::bench;
 use crate::cancel::Cancel;
 use crate::conn::{Bell, Conn};
-use crate::engine::{self, Hooks, Life, Notes, SteerHook, StreamEnd};
+use crate::driver::{self, BenchRole, Run, Sending, Side};
+use crate::engine::{self, Notes};
 use crate::error::{Code, Error, Result};
 use crate::manifest;
 use crate::pacer::Pacer;
-use crate::plan::StreamControl;
 use crate::plan::{self, mode_name};
 use crate::receive::{self, claims::Claims, RecvOptions, RecvShared};
-use crate::send::SendShared;
 use crate::session::{self, ManifestLimits, SocketOptions, Token};
 use crate::telemetry::{Output, Summary, Telemetry};
-use braid_cc::Strength;
 
 #[derive(Clone)]
 pub struct Config {
@@ -466,43 +462,28 @@ fn run_session(
     let limit_bps = lower(cfg.limit_bps, (p.limit_bps > 0).then_some(p.limit_bps));
     let n = p.streams as usize;
     let tel = Telemetry::new(n, Output::Quiet);
-    let life = Life::arriving(&cfg.cancel, &rx);
-    let streams = life.streams(
-        n,
-        if cfg.output == Output::Human {
-            Notes::Stderr
-        } else {
-            Notes::Off
-        },
-    );
-    let controls = plan::stream_controls(p, session);
-    let sending =
-        matches!(p.kind, Kind::Get) || (p.kind == Kind::Bench && p.flags & FLAG_REVERSE != 0);
-    let maps = if sending {
-        session::open_controls(&controls, &cfg.pin_dir)
+    let streams_notes = if cfg.output == Output::Human {
+        Notes::Stderr
     } else {
-        Ok(None)
+        Notes::Off
     };
-    let maps = conn.tell(maps)?;
+    let sends = driver::sends(p.kind, p.flags, false);
     // Whichever end sends sets the controls, on accepted sockets too.
-    let with_control = |i: usize, conn: &Conn| -> Result<()> {
-        if sending {
-            let c = &controls[i.min(controls.len() - 1)];
-            session::apply_control(conn.stream(), c, maps.as_ref())?;
-        }
-        Ok(())
+    let sending = if sends {
+        let s = Sending::new(p, session, &cfg.pin_dir, p.mode == Mode::Auto);
+        Some(conn.tell(s)?)
+    } else {
+        None
     };
     // --mode auto: the sending end steers its streams' strength.
-    let mut auto = (sending && p.mode == Mode::Auto).then(|| {
-        Auto::new(
-            session,
-            n,
-            Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE),
-        )
-    });
-    let apply = |i: usize, c: &StreamControl| -> Result<()> {
-        tel.with_socket(i, |sock| session::apply_control(sock, c, maps.as_ref()))
-            .unwrap_or(Ok(()))
+    let mut steer = sending
+        .as_ref()
+        .and_then(|_| driver::own_steer(p, session, false));
+    let run = Run {
+        tel: &tel,
+        cancel: &cfg.cancel,
+        notes: streams_notes,
+        steer: steer.as_deref_mut(),
     };
     let kind = match p.kind {
         Kind::Bench => "bench",
@@ -514,45 +495,14 @@ fn run_session(
     let peer = match p.kind {
         Kind::Bench => {
             conn.send(&Message::Accepted { session })?;
-            let duration = Duration::from_millis(p.duration_ms as u64);
-            let start = OnceLock::new();
-            let pacer = limit_bps.map(Pacer::new);
-            let work = |i: usize, c: Conn| {
-                if sending {
-                    if let Err(e) = with_control(i, &c) {
-                        return StreamEnd::Fatal(e);
-                    }
-                    let deadline = *start.get_or_init(|| Instant::now() + duration);
-                    bench::send(i, c, deadline, &tel, pacer.as_ref(), &life.user, &|| true);
-                } else {
-                    bench::receive(i, c, &tel, &life.user, &life.done);
-                }
-                StreamEnd::Finished
+            let role = match &sending {
+                Some(sending) => BenchRole::Send {
+                    sending,
+                    pacer: limit_bps.map(Pacer::new),
+                },
+                None => BenchRole::Receive,
             };
-            let (stop_steer, steer_stop) = mpsc::channel::<()>();
-            thread::scope(|s| {
-                streams.accept(s, rx, &work);
-                if let Some(auto) = auto.as_mut() {
-                    let (tel, apply) = (&tel, &apply);
-                    s.spawn(move || {
-                        let hook = engine::BenchSteer {
-                            tel,
-                            wanted: &|_| true,
-                            apply,
-                            streams: None,
-                        };
-                        engine::steer_bench(&steer_stop, auto, &hook, Notes::Off)
-                    });
-                }
-                let _stop_steer = stop_steer;
-                let wait = duration + Duration::from_secs(30);
-                let r = if sending {
-                    bench::close_sending(&mut conn, &life, n, wait, &tel)
-                } else {
-                    bench::close_receiving(&mut conn, &life, wait, &tel)
-                };
-                life.end(r, &tel)
-            })?
+            driver::bench(&mut conn, Side::Accept(rx), role, p, run)?
         }
         Kind::Send => {
             let manifest = session::recv_manifest(&mut conn, cfg.limits.manifest);
@@ -570,13 +520,7 @@ fn run_session(
             let shared = conn.tell(RecvShared::new(&cfg.root, &manifest, &opts, tel.clone()))?;
             conn.send(&Message::Accepted { session })?;
             engine::send_held(&mut conn, &shared)?;
-            let Conn { r, w } = conn;
-            let w = Mutex::new(w);
-            let work = engine::receive_work(&shared, &w);
-            thread::scope(|s| {
-                streams.accept(s, rx, &work);
-                engine::drive_receiver(r, &w, &shared, &life)
-            })?
+            driver::receive_files(conn, Side::Accept(rx), &shared, n, run)?
         }
         Kind::Get => {
             let wanted = session::recv_manifest(&mut conn, cfg.limits.manifest);
@@ -602,51 +546,24 @@ fn run_session(
             session::send_manifest(&mut conn, &entries)?;
             let held = engine::read_ranges(&mut conn, sources.len(), cfg.limits.blocks);
             let held = conn.tell(held)?;
-            let (tx, ev) = engine::events();
-            let shared = SendShared::new(
+            let sending = sending.as_ref().expect("a get's server sends");
+            let sent = driver::send_files(
+                conn,
+                Side::Accept(rx),
+                sending,
                 &sources,
                 &held,
-                p.block_size,
-                n,
-                tx.clone(),
-                tel.clone(),
+                p,
                 limit_bps,
+                run,
             )?;
-            let send = engine::send_work(&shared);
-            let work = |i: usize, c: Conn| match with_control(i, &c) {
-                Ok(()) => send(i, c),
-                Err(e) => StreamEnd::Fatal(e),
-            };
-            let r = thread::scope(|s| {
-                streams.accept(s, rx, &work);
-                let r = engine::drive_sender(
-                    conn,
-                    &sources,
-                    tx,
-                    ev,
-                    &shared,
-                    &life,
-                    Notes::Off,
-                    Hooks {
-                        open: None,
-                        steer: auto.as_mut().map(|a| SteerHook {
-                            steer: a,
-                            apply: &apply,
-                        }),
-                    },
-                );
-                if r.is_err() {
-                    shared.abort();
-                }
-                life.end(r, &tel)
-            })?;
-            requeued = shared.requeued();
-            r
+            requeued = sent.requeued;
+            sent.peer
         }
     };
     let mut summary = tel.finish(
         kind,
-        if sending { "sender" } else { "receiver" },
+        if sends { "sender" } else { "receiver" },
         mode_name(p),
     );
     summary.peer_bytes = Some(peer);

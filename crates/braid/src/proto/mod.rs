@@ -1,7 +1,9 @@
 //! A session's protocol: the order of its messages (here), and each end's
 //! logic as a state machine without I/O (`sender`, `receiver`, `steer`).
-//! The drivers in `engine`, `client` and `server` own the sockets and the
-//! threads; they feed these machines what happened and do what they say.
+//! The I/O is elsewhere: `client` and `server` each do their half of the
+//! opening exchange below, then `driver` (with `engine`'s control loops)
+//! owns the sockets and the threads, feeds these machines what happened and
+//! does what they say.
 //!
 //! # The order of a session's messages
 //!
