@@ -61,7 +61,7 @@ def _iperf3(pair, n: int) -> dict:
 
 def _server_cpu(log: Path) -> float:
     s = Report.summaries(log)
-    return s[-1]["cpu_seconds"] if s else 0.0
+    return s[-1].cpu_seconds if s else 0.0
 
 
 def _braid(pair, n: int, log: Path, method: Method | None = None) -> dict:
@@ -72,9 +72,9 @@ def _braid(pair, n: int, log: Path, method: Method | None = None) -> dict:
     wait_until(lambda: len(Report.summaries(log)) > pair.sessions, timeout=10)
     pair.sessions += 1
     s = rep.summary
-    gb = s["peer_bytes"] / 1e9
-    return {"gbps": s["peer_bytes"] * 8 / s["seconds"] / 1e9,
-            "cpu_s_per_gb": (s["cpu_seconds"] + _server_cpu(log) - before) / gb}
+    gb = s.peer_bytes / 1e9
+    return {"gbps": s.peer_bytes * 8 / s.seconds / 1e9,
+            "cpu_s_per_gb": (s.cpu_seconds + _server_cpu(log) - before) / gb}
 
 
 def _auto_cost(pair, log: Path, runs: int) -> None:
@@ -149,8 +149,8 @@ def main() -> int:
                 wait_until(lambda: len(Report.summaries(log)) > pair.sessions, timeout=10)
                 pair.sessions += 1
                 s = rep.summary
-                gbps = s["bytes"] * 8 / s["seconds"] / 1e9
-                cpu = (s["cpu_seconds"] + _server_cpu(log) - before) / (s["bytes"] / 1e9)
+                gbps = s.bytes * 8 / s.seconds / 1e9
+                cpu = (s.cpu_seconds + _server_cpu(log) - before) / (s.bytes / 1e9)
                 if k == 0:
                     print(f"  warm-up     {gbps:6.2f} Gb/s  (not counted)", flush=True)
                 else:

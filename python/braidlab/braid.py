@@ -55,37 +55,36 @@ def trace_argv(connect: str, cc_name: str, *, streams: int = 1, seconds: float =
 class Trace:
     """What one `braid cc trace` printed, by record type."""
 
-    samples: list[dict] = field(default_factory=list)
-    summaries: list[dict] = field(default_factory=list)
-    total: dict = field(default_factory=dict)
+    samples: list[records.TraceSample] = field(default_factory=list)
+    summaries: list[records.TraceStream] = field(default_factory=list)
+    total: records.TraceTotal | None = None
 
     @classmethod
     def parse(cls, text: str) -> "Trace":
         t = cls()
-        for rec in records.read(text):
-            kind = rec["type"]
-            if kind == "trace_sample":
+        for rec in records.load(text):
+            if isinstance(rec, records.TraceSample):
                 t.samples.append(rec)
-            elif kind == "trace_stream":
+            elif isinstance(rec, records.TraceStream):
                 t.summaries.append(rec)
-            elif kind == "trace_total":
+            elif isinstance(rec, records.TraceTotal):
                 t.total = rec
         return t
 
-    def stream(self, i: int) -> list[dict]:
-        return [s for s in self.samples if s["stream"] == i]
+    def stream(self, i: int) -> list[records.TraceSample]:
+        return [s for s in self.samples if s.stream == i]
 
     def mbps_from(self, t0: float) -> float:
         """All streams' acknowledged payload per second from the first sample at or after
         `t0` to each stream's last sample, in Mb/s."""
         bits, span = 0.0, 0.0
-        for i in sorted({s["stream"] for s in self.samples}):
-            later = [s for s in self.stream(i) if s["t"] >= t0]
+        for i in sorted({s.stream for s in self.samples}):
+            later = [s for s in self.stream(i) if s.t >= t0]
             if len(later) < 2:
                 raise ValueError(f"stream {i} has fewer than two samples after {t0} s")
             first, last = later[0], later[-1]
-            bits += 8.0 * (last["info"]["bytes_acked"] - first["info"]["bytes_acked"])
-            span = max(span, last["t"] - first["t"])
+            bits += 8.0 * (last.info.bytes_acked - first.info.bytes_acked)
+            span = max(span, last.t - first.t)
         if span <= 0:
             raise ValueError(f"no time measured after {t0} s")
         return bits / span / 1e6
@@ -121,5 +120,5 @@ def share_against_reno(sender, target: str, group_cc: str, seconds: float, strea
     b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, **kw))
     ta, tb = finish(a, seconds + 30), finish(b, seconds + 30)
     if omit <= 0:
-        return ta.total["mbps"], tb.total["mbps"]
+        return ta.total.mbps, tb.total.mbps
     return ta.mbps_from(omit), tb.mbps_from(omit)

@@ -14,7 +14,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import braid
+from . import braid, records
 from .cwnd import growth_per_ack
 from .spark import sparkline
 from .testbed import Bottleneck, Line
@@ -52,13 +52,13 @@ def run(seconds: float = 6.0, fairness_seconds: float = 10.0, out_root: Path | N
                 p = line.snd.popen(braid.trace_argv(target, cc, streams=n, seconds=seconds, interval_ms=50, **opts))
                 t = braid.finish(p, seconds + 30)
                 (out / f"{cc}-{n}.jsonl").write_text(
-                    "\n".join(json.dumps(r) for r in t.samples + t.summaries + [t.total]) + "\n")
+                    "\n".join(json.dumps(records.to_json(r)) for r in [*t.samples, *t.summaries, t.total]) + "\n")
                 per_t: dict[float, int] = {}
                 for s in t.samples:
-                    per_t[s["t"]] = per_t.get(s["t"], 0) + s["info"]["cwnd"]
+                    per_t[s.t] = per_t.get(s.t, 0) + s.info.cwnd
                 cwnds = [per_t[k] for k in sorted(per_t)]
-                g = growth_per_ack([s["info"] for s in t.stream(0)])
-                row = {"control": label, "streams": n, "mbps": t.total["mbps"], "retransmits": t.total["retransmits"],
+                g = growth_per_ack([s.info for s in t.stream(0)])
+                row = {"control": label, "streams": n, "mbps": t.total.mbps, "retransmits": t.total.retransmits,
                        "mean_cwnd": round(sum(cwnds) / len(cwnds), 1) if cwnds else 0, "growth": g}
                 rows.append(row)
                 gtxt = f"{g:.3f}" if g is not None else "-"

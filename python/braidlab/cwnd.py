@@ -16,28 +16,30 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
 
+from .records import TcpInfo
+
 CA_OPEN = 0
 
 
-def growth_per_ack(samples: Sequence[dict], mss: int | None = None) -> float | None:
+def growth_per_ack(samples: Sequence[TcpInfo], mss: int | None = None) -> float | None:
     """d(cwnd^2/2) / d(packets ACKed), summed over consecutive sample pairs in
     congestion avoidance with no loss between them; None without such pairs.
 
-    Each sample is a dict with cwnd, ssthresh, bytes_acked, ca_state and mss
-    (the `info` object of a braid trace sample).
+    Each sample is the `info` of a braid trace sample (cwnd, ssthresh,
+    bytes_acked, ca_state and mss are read).
     """
     num = 0.0
     den = 0.0
     for a, b in zip(samples, samples[1:]):
-        seg = mss or a.get("mss") or 1448
-        in_ca = a["cwnd"] >= a["ssthresh"] and b["cwnd"] >= b["ssthresh"]
-        steady = a["ca_state"] == CA_OPEN and b["ca_state"] == CA_OPEN and b["ssthresh"] == a["ssthresh"]
-        if not (in_ca and steady and b["cwnd"] >= a["cwnd"]):
+        seg = mss or a.mss or 1448
+        in_ca = a.cwnd >= a.ssthresh and b.cwnd >= b.ssthresh
+        steady = a.ca_state == CA_OPEN and b.ca_state == CA_OPEN and b.ssthresh == a.ssthresh
+        if not (in_ca and steady and b.cwnd >= a.cwnd):
             continue
-        acked = (b["bytes_acked"] - a["bytes_acked"]) / seg
+        acked = (b.bytes_acked - a.bytes_acked) / seg
         if acked <= 0:
             continue
-        num += (b["cwnd"] ** 2 - a["cwnd"] ** 2) / 2.0
+        num += (b.cwnd ** 2 - a.cwnd ** 2) / 2.0
         den += acked
     if den == 0:
         return None

@@ -93,32 +93,32 @@ class Report:
     """What `--json` printed: interval records, events (a stream lost, dialled again), auto mode's
     steering (its strength and the queue it answered, each time it changed) and the summary."""
 
-    intervals: list[dict] = field(default_factory=list)
-    events: list[dict] = field(default_factory=list)
-    steering: list[dict] = field(default_factory=list)
-    summary: dict | None = None
+    intervals: list[records.Interval] = field(default_factory=list)
+    events: list[records.Event] = field(default_factory=list)
+    steering: list[records.Steered] = field(default_factory=list)
+    summary: records.Summary | None = None
 
     @classmethod
     def parse(cls, text: str) -> "Report":
         r = cls()
-        for rec in records.read(text):
-            if rec["type"] == "interval":
+        for rec in records.load(text):
+            if isinstance(rec, records.Interval):
                 r.intervals.append(rec)
-            elif rec["type"] == "event":
+            elif isinstance(rec, records.Event):
                 r.events.append(rec)
-            elif rec["type"] == "steer":
+            elif isinstance(rec, records.Steered):
                 r.steering.append(rec)
-            elif rec["type"] == "summary":
+            elif isinstance(rec, records.Summary):
                 r.summary = rec
         return r
 
     @classmethod
-    def summaries(cls, path: Path) -> list[dict]:
+    def summaries(cls, path: Path) -> list[records.Summary]:
         """Every session summary a server has logged so far."""
         if not path.exists():
             return []
-        return [r for r in records.read(path.read_text()) if r["type"] == "summary"]
+        return [r for r in records.load(path.read_text()) if isinstance(r, records.Summary)]
 
     @property
     def controls(self) -> list[str]:
-        return [s["cc"] for s in self.summary["streams"]]
+        return [s.cc for s in self.summary.streams]

@@ -4,7 +4,8 @@ in crates/braid/src/records.rs (which lists who prints each record, and when).
 Every line is an object with a `type` naming one record across all of braid's
 commands and a `version`. `parse` builds the record's dataclass and refuses a
 line of another version, of an unknown type, or with a field missing or one
-too many; crates/braid/vectors/records.jsonl holds one line of each record,
+too many; `load` does so for a tool's whole output, and the laboratory's
+readers (engine.Report, traffic.SinkReport, braid.Trace) hold what it gives; crates/braid/vectors/records.jsonl holds one line of each record,
 written by the Rust side's test and read by this side's, so a change on one
 side that the other does not follow fails a fast test.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["VERSION", "VECTORS", "parse", "read", "validated", "Record"]
+__all__ = ["VERSION", "VECTORS", "parse", "load", "to_json", "Record"]
 
 VERSION = 1
 VECTORS = Path(__file__).resolve().parents[2] / "crates" / "braid" / "vectors" / "records.jsonl"
@@ -295,14 +296,16 @@ def parse(line: str | dict) -> Record:
     return _build(TYPES[ty], rec, ty)
 
 
-def validated(line: str) -> dict:
-    """The line's object, once `parse` has checked it against its record."""
-    rec = json.loads(line)
-    parse(rec)
-    return rec
+def load(text: str) -> list[Record]:
+    """Every record of a tool's output, each checked and built as its dataclass
+    (lines that are not JSON objects, such as a banner on the same stream, are
+    passed over)."""
+    return [parse(line) for line in text.splitlines() if line.lstrip().startswith("{")]
 
 
-def read(text: str) -> list[dict]:
-    """Every record of a tool's output (lines that are not JSON objects, such as a
-    banner on the same stream, are passed over), each checked."""
-    return [validated(line) for line in text.splitlines() if line.lstrip().startswith("{")]
+_NAMES = {cls: name for name, cls in TYPES.items()}
+
+
+def to_json(rec: Record) -> dict:
+    """The record as braid prints it: its type, its version and its fields."""
+    return {"type": _NAMES[type(rec)], "version": VERSION, **dataclasses.asdict(rec)}

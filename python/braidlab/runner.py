@@ -33,7 +33,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import braid, cluster, engine, manifest, metrics, results, traffic
+from . import braid, cluster, engine, manifest, metrics, records, results, traffic
 from .dumbbell import Dumbbell
 from .experiment import Cell, Experiment, Scenario, Variant, rate_bps, seconds_of
 from .measured import MeasuredCell
@@ -114,10 +114,10 @@ def _iperf_flows(client: str, server: str | None, lo: float, hi: float) -> list[
 
 def _udp_window(text: str, lo: float, hi: float) -> dict:
     bins, _ = traffic.SinkReport.parse(text).only()
-    inside = [b for b in bins if lo <= b["t"] < hi]
-    packets = sum(b["packets"] for b in inside)
-    lost = sum(b["lost"] for b in inside)
-    nbytes = sum(b["bytes"] for b in inside)
+    inside = [b for b in bins if lo <= b.t < hi]
+    packets = sum(b.packets for b in inside)
+    lost = sum(b.lost for b in inside)
+    nbytes = sum(b.bytes for b in inside)
     return {"packets": packets, "lost": lost, "bytes": nbytes, "mbps": nbytes * 8 / (hi - lo) / 1e6,
             "loss_ratio": metrics.loss_ratio(lost, packets + lost)}
 
@@ -126,14 +126,14 @@ def _counters(stats: dict) -> dict:
     return dict(stats["ab"]["counters"])
 
 
-def at_omit(intervals: list[dict], omit: float) -> dict:
+def at_omit(intervals: list[records.Interval], omit: float) -> dict:
     """Each stream's counters at the first interval record at or after `omit`
     seconds: what the measured window starts from."""
-    rec = next((iv for iv in intervals if iv["t"] >= omit - 1e-6), None)
+    rec = next((iv for iv in intervals if iv.t >= omit - 1e-6), None)
     if rec is None:
         raise RunError(f"braid bench reported no interval after the {omit:g} s left out")
-    return {"t": rec["t"], "streams": {str(st["stream"]): {"bytes": st["bytes"], "retransmits": st["retransmits"]}
-                                       for st in rec["streams"]}}
+    return {"t": rec.t, "streams": {str(st.stream): {"bytes": st.bytes, "retransmits": st.retransmits}
+                                    for st in rec.streams}}
 
 
 class _Later:
@@ -255,11 +255,11 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         "version": RUN_VERSION, "id": cell.id, "scenario": cell.scenario, "method": cell.method, "rep": cell.rep,
         "started": started, "seconds": seconds, "offset": round(offset, 3),
         "setting": asdict(nm.method), "mtu": p.mtu, "timestamps": p.timestamps, "rate_bps": p.rate_bps, "rtt_s": seconds_of(p.rtt),
-        "bench": {k: s.get(k) for k in ("seconds", "bytes", "peer_bytes", "mbps", "retransmits", "data_segs_out",
-                                        "loss_ratio", "cpu_seconds")},
-        "streams": s["streams"],
-        "series": [[iv["t"], st["stream"], st["mbps"], st["cwnd"], st["srtt_us"] / 1e3]
-                   for iv in report.intervals for st in iv["streams"]],
+        "bench": {k: getattr(s, k) for k in ("seconds", "bytes", "peer_bytes", "mbps", "retransmits",
+                                             "data_segs_out", "loss_ratio", "cpu_seconds")},
+        "streams": [asdict(st) for st in s.streams],
+        "series": [[iv.t, st.stream, st.mbps, st.cwnd, st.srtt_us / 1e3]
+                   for iv in report.intervals for st in iv.streams],
         "link": link, "link_seconds": round(link_seconds, 3), "omit": omit,
         # The method's sender is alone in its namespace: these are its streams' own.
         "sender_tcp": {k: tcp_after[k] - tcp_before[k] for k in tcp_after},
@@ -286,7 +286,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         probe_bps = metrics.probe_rate() if sc.probe else 0.0
         out["capacity_bytes"] = metrics.capacity(p.rate_bps, seconds, probe=probe_bps) - udp_bits / 8
     if ping:
-        out["ping"] = {k: ping[k] for k in ("sent", "received", "lost", "median_ms", "p99_ms", "mean_ms")}
+        out["ping"] = {k: getattr(ping, k) for k in ("sent", "received", "lost", "median_ms", "p99_ms", "mean_ms")}
     return out
 
 

@@ -60,9 +60,9 @@ def start(host, argv: list[str], name: str) -> Running:
     return Running(p, host.run_dir / f"{host.name}-{name}.out", f"{name} on {host.name}")
 
 
-def records(text: str) -> list[dict]:
-    """A traffic tool's output, every line checked against braid's records."""
-    return _records.read(text)
+def records(text: str) -> list[_records.Record]:
+    """A traffic tool's output as braid's records, every line checked."""
+    return _records.load(text)
 
 
 # --- the stiff UDP source and its sink -------------------------------------------------
@@ -71,22 +71,22 @@ def records(text: str) -> list[dict]:
 class SinkReport:
     """What `braid traffic sink` printed: intervals and a summary per flow."""
 
-    intervals: dict[str, list[dict]] = field(default_factory=dict)
-    summaries: dict[str, dict] = field(default_factory=dict)
+    intervals: dict[str, list[_records.SinkInterval]] = field(default_factory=dict)
+    summaries: dict[str, _records.SinkSummary] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str) -> "SinkReport":
         r = cls()
         for rec in records(text):
-            if rec["type"] == "sink_interval":
-                r.intervals.setdefault(rec["flow"], []).append(rec)
-            elif rec["type"] == "sink_summary":
-                r.summaries[rec["flow"]] = rec
+            if isinstance(rec, _records.SinkInterval):
+                r.intervals.setdefault(rec.flow, []).append(rec)
+            elif isinstance(rec, _records.SinkSummary):
+                r.summaries[rec.flow] = rec
         for bins in r.intervals.values():
-            bins.sort(key=lambda b: b["t"])
+            bins.sort(key=lambda b: b.t)
         return r
 
-    def only(self) -> tuple[list[dict], dict]:
+    def only(self) -> tuple[list[_records.SinkInterval], _records.SinkSummary]:
         """The one flow's intervals and summary."""
         if len(self.summaries) != 1:
             raise ValueError(f"expected one flow at the sink, found {sorted(self.summaries)}")
@@ -131,13 +131,13 @@ def ping(host, to: str, seconds: float, *, interval: str = "10ms", size: int = 1
     return start(host, argv, name)
 
 
-def ping_report(text: str) -> tuple[dict, list[dict]]:
+def ping_report(text: str) -> tuple[_records.Ping, list[_records.Rtt]]:
     """(summary, samples) of a `braid traffic ping` run."""
     recs = records(text)
-    summary = next((r for r in recs if r["type"] == "ping"), None)
+    summary = next((r for r in recs if isinstance(r, _records.Ping)), None)
     if summary is None:
         raise ValueError("no ping summary in the prober's output")
-    return summary, [r for r in recs if r["type"] == "rtt"]
+    return summary, [r for r in recs if isinstance(r, _records.Rtt)]
 
 
 # --- iperf3 ------------------------------------------------------------------------------

@@ -128,10 +128,10 @@ def test_frac_setting_reaches_the_kernel_and_growth_is_frac_over_1000(controls, 
         braid.start_sink(line.rcv)
         reno = _trace(line, "reno", 12, interval_ms=50)
         frac = _trace(line, "braid_frac", 12, interval_ms=50, frac_cwnd=100)
-    assert frac.summaries[0]["cc"] == "braid_frac"
-    assert frac.summaries[0]["settings"]["frac_cwnd"] == 100
-    g_reno = growth_per_ack([s["info"] for s in reno.stream(0)])
-    g_frac = growth_per_ack([s["info"] for s in frac.stream(0)])
+    assert frac.summaries[0].cc == "braid_frac"
+    assert frac.summaries[0].settings.frac_cwnd == 100
+    g_reno = growth_per_ack([s.info for s in reno.stream(0)])
+    g_frac = growth_per_ack([s.info for s in frac.stream(0)])
     assert g_reno is not None and g_frac is not None
     ratio = g_reno / g_frac
     record(reno_growth=round(g_reno, 3), frac100_growth=round(g_frac, 4), ratio=round(ratio, 2), expected=10)

@@ -24,13 +24,13 @@ WARMUP = 10.0
 def _steady(trace, warmup=WARMUP):
     """Per stream: (Mb/s after warm-up, mean cwnd of samples after warm-up)."""
     out = []
-    end = trace.total["seconds"]
+    end = trace.total.seconds
     for s in trace.summaries:
-        i = s["stream"]
-        samples = [x for x in trace.stream(i) if x["t"] >= warmup]
-        start = min(samples, key=lambda x: x["t"])
-        rate = (s["bytes_acked"] - start["info"]["bytes_acked"]) * 8 / (end - start["t"]) / 1e6
-        out.append((rate, statistics.fmean(x["info"]["cwnd"] for x in samples)))
+        i = s.stream
+        samples = [x for x in trace.stream(i) if x.t >= warmup]
+        start = min(samples, key=lambda x: x.t)
+        rate = (s.bytes_acked - start.info.bytes_acked) * 8 / (end - start.t) / 1e6
+        out.append((rate, statistics.fmean(x.info.cwnd for x in samples)))
     return out
 
 
@@ -79,8 +79,8 @@ def _packets_per_rtt(trace):
     """Mean window per stream measured as what it delivered: packets per base RTT."""
     out = []
     for (rate, _), s in zip(_steady(trace), trace.summaries):
-        info = s["info"]
-        out.append(rate * 1e6 / 8 * info["min_rtt_us"] / 1e6 / info["mss"])
+        info = s.info
+        out.append(rate * 1e6 / 8 * info.min_rtt_us / 1e6 / info.mss)
     return statistics.fmean(out)
 
 

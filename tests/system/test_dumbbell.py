@@ -75,35 +75,35 @@ def test_sinusoidal_source_follows_its_rate_per_100ms_bin(record, lo, hi, tmp_pa
         source = traffic.records(src.wait(seconds + 30))[-1]
         time.sleep(0.5)
         bins, summary = traffic.SinkReport.parse(sink.stop()).only()
-    assert summary["lost"] == 0 and summary["sent"] == source["packets"]
+    assert summary.lost == 0 and summary.sent == source.packets
     packet_mbit = 1440 * 8 / 1e6
-    full = [b for b in bins if b["t"] + 0.1 <= seconds - 0.1]
+    full = [b for b in bins if b.t + 0.1 <= seconds - 0.1]
     assert len(full) >= 95
     rel, pkts = [], []
     for b in full:
-        due = _due_mbit(lo, hi, 10, b["t"], b["t"] + 0.1)
-        got = b["bytes"] * 8 / 1e6
+        due = _due_mbit(lo, hi, 10, b.t, b.t + 0.1)
+        got = b.bytes * 8 / 1e6
         rel.append(abs(got - due) / due)
         pkts.append(abs(got - due) / packet_mbit)
     # A stall of the sender's own timer (the host's scheduler: it reports its worst lateness)
     # moves what was due into the next bin: at most the rate times that lateness.
-    moved = source["worst_late_us"] * 1e-6 * hi * 1e6 / (packet_mbit * 1e6)
+    moved = source.worst_late_us * 1e-6 * hi * 1e6 / (packet_mbit * 1e6)
     p95 = sorted(zip(rel, pkts))[int(0.95 * len(rel))]
     worst_rel, worst_pkts = max(rel), max(pkts)
     record(udp=f"{lo}-{hi}mbit", bins=len(full), worst_bin_error_pct=round(100 * worst_rel, 3),
            worst_bin_error_packets=round(worst_pkts, 2), p95_bin_error_pct=round(100 * p95[0], 3),
-           worst_late_us=source["worst_late_us"])
+           worst_late_us=source.worst_late_us)
     # Over the whole run the source sends what the shape makes due.
-    due_all = _due_mbit(lo, hi, 10, full[0]["t"], full[-1]["t"] + 0.1)
-    got_all = sum(b["bytes"] for b in full) * 8 / 1e6
+    due_all = _due_mbit(lo, hi, 10, full[0].t, full[-1].t + 0.1)
+    got_all = sum(b.bytes for b in full) * 8 / 1e6
     assert abs(got_all - due_all) / due_all <= 0.01, f"{got_all:.1f} Mbit sent against {due_all:.1f} due"
     # The shape is followed bin by bin: 95 % of bins within 2 % (or, at 1-10 Mb/s, where a bin
     # holds 9 to 87 packets, one packet's quantisation plus one moved across a bin edge). A host
     # that stalled the source's timer for longer than a few ms (CI once: 26 ms) moves packets
     # across many bins; then the bins are held to what that lateness displaces.
-    stalled = source["worst_late_us"] > 5000
+    stalled = source.worst_late_us > 5000
     assert p95[0] <= 0.02 or (lo < 50 and p95[1] <= 2.0) or (stalled and p95[1] <= 2.0 + moved), \
-        f"95th percentile bin off by {100 * p95[0]:.2f} % (worst lateness {source['worst_late_us']} us)"
+        f"95th percentile bin off by {100 * p95[0]:.2f} % (worst lateness {source.worst_late_us} us)"
     # Every bin: within that, or what the timer's measured lateness displaced.
     assert worst_rel <= 0.02 or worst_pkts <= 2.0 + moved, \
         f"worst bin off by {100 * worst_rel:.2f} % ({worst_pkts:.1f} packets; lateness moves {moved:.1f})"

@@ -67,9 +67,9 @@ def test_bench_sets_each_streams_control_at_the_sending_end(controls, pair, meth
     rc, rep, err = _client(pair, *engine.bench_argv(pair.target, 1.5, pair.token, method, interval=0.5))
     assert rc == 0, err
     assert rep.controls == method.controls()
-    assert rep.summary["peer_bytes"] == rep.summary["bytes"] > 0
-    assert len(rep.intervals) >= 2 and all(len(i["streams"]) == len(method.controls()) for i in rep.intervals)
-    record(mode=rep.summary["mode"], mbps=rep.summary["mbps"], controls=rep.controls)
+    assert rep.summary.peer_bytes == rep.summary.bytes > 0
+    assert len(rep.intervals) >= 2 and all(len(i.streams) == len(method.controls()) for i in rep.intervals)
+    record(mode=rep.summary.mode, mbps=rep.summary.mbps, controls=rep.controls)
 
 
 def test_pull_makes_the_server_the_sender_with_the_clients_mode(controls, pair, tmp_path):
@@ -81,16 +81,16 @@ def test_pull_makes_the_server_the_sender_with_the_clients_mode(controls, pair, 
                                                      token=pair.token, method=method))
     assert rc == 0, err
     assert b3(tmp_path / "pull" / "f") == b3(src / "f")
-    assert wait_until(lambda: any(s["kind"] == "get" for s in Report.summaries(pair.log)), timeout=5)
-    s = [s for s in Report.summaries(pair.log) if s["kind"] == "get"][-1]
-    assert s["role"] == "sender" and [x["cc"] for x in s["streams"]] == method.controls()
+    assert wait_until(lambda: any(s.kind == "get" for s in Report.summaries(pair.log)), timeout=5)
+    s = [s for s in Report.summaries(pair.log) if s.kind == "get"][-1]
+    assert s.role == "sender" and [x.cc for x in s.streams] == method.controls()
     rc, rep, err = _client(pair, *engine.bench_argv(pair.target, 1, pair.token, Method("tcpp", 2, strength=1),
                                                     reverse=True))
     assert rc == 0, err
-    assert wait_until(lambda: any(s["kind"] == "bench" and s["role"] == "sender" for s in Report.summaries(pair.log)),
+    assert wait_until(lambda: any(s.kind == "bench" and s.role == "sender" for s in Report.summaries(pair.log)),
                       timeout=5)
-    s = [s for s in Report.summaries(pair.log) if s["kind"] == "bench" and s["role"] == "sender"][-1]
-    assert [x["cc"] for x in s["streams"]] == ["braid_tcpp", "braid_tcpp"]
+    s = [s for s in Report.summaries(pair.log) if s.kind == "bench" and s.role == "sender"][-1]
+    assert [x.cc for x in s.streams] == ["braid_tcpp", "braid_tcpp"]
 
 
 def _tree(top: Path) -> None:
@@ -143,8 +143,8 @@ def test_gigabyte_files_and_trees_arrive_identical_in_every_mode(controls, pair,
                 assert _same_tree(p, pair.root / dest / p.name) == 303
             else:
                 assert b3(p) == b3(pair.root / dest / p.name), f"{p.name} in {method.mode}"
-        record(mode=rep.summary["mode"], bytes=rep.summary["bytes"], mbps=rep.summary["mbps"],
-               cpu_s=rep.summary["cpu_seconds"])
+        record(mode=rep.summary.mode, bytes=rep.summary.bytes, mbps=rep.summary.mbps,
+               cpu_s=rep.summary.cpu_seconds)
     leftovers = [p for p in pair.root.rglob("*") if "braid-" in p.name]
     assert not leftovers, leftovers
     random_gib.unlink()
@@ -186,13 +186,13 @@ def test_a_killed_stream_is_replaced_and_the_file_is_identical(pair, record):
             p.wait()
     assert p.returncode == 0, err
     rep = Report.parse(out)
-    assert sorted(s["connections"] for s in rep.summary["streams"]) == [1, 1, 2]
+    assert sorted(s.connections for s in rep.summary.streams) == [1, 1, 2]
     # --json tells of it as it happens: the stream lost, then dialled again.
-    (redialled,) = [i for i, s in enumerate(rep.summary["streams"]) if s["connections"] == 2]
-    assert [(e["event"], e["stream"]) for e in rep.events] == [("stream_lost", redialled),
+    (redialled,) = [i for i, s in enumerate(rep.summary.streams) if s.connections == 2]
+    assert [(e.event, e.stream) for e in rep.events] == [("stream_lost", redialled),
                                                               ("stream_redialled", redialled)], rep.events
     assert b3(f) == b3(pair.root / "kill" / "kill.bin")
-    record(requeued_blocks=rep.summary["requeued_blocks"], bytes=rep.summary["bytes"], size=f.stat().st_size)
+    record(requeued_blocks=rep.summary.requeued_blocks, bytes=rep.summary.bytes, size=f.stat().st_size)
     f.unlink()
 
 
@@ -216,8 +216,8 @@ def test_a_killed_sender_resumes_moving_only_what_is_missing(pair, record):
     assert not (pair.root / "res" / "resume.bin").exists(), "a partial file under the real name"
     rc, rep, err = _client(pair, *argv, "--resume")
     assert rc == 0, err
-    resent = rep.summary["bytes"] - (size - held)
-    record(held=held, moved_on_resume=rep.summary["bytes"], resent=resent, limit=2 * streams * block)
+    resent = rep.summary.bytes - (size - held)
+    record(held=held, moved_on_resume=rep.summary.bytes, resent=resent, limit=2 * streams * block)
     assert 0 <= resent <= 2 * streams * block
     assert b3(f) == b3(pair.root / "res" / "resume.bin")
     assert not journal.exists()
@@ -241,7 +241,7 @@ def test_ctrl_c_during_get_journals_everything_received(pair, tmp_path, record):
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130 and "interrupted" in err, (p.returncode, err)
-    seen = Report.parse(out).intervals[-1]["bytes"]  # received when last reported, before the signal
+    seen = Report.parse(out).intervals[-1].bytes  # received when last reported, before the signal
     journal = journal_of(local / "pull.bin")
     held = sum(b - a for a, b in json.loads(journal.read_text())["ranges"])
     size = f.stat().st_size
@@ -251,7 +251,7 @@ def test_ctrl_c_during_get_journals_everything_received(pair, tmp_path, record):
     assert rc == 0, err
     srv.kill()
     srv.wait()
-    assert rep.summary["bytes"] == size - held
+    assert rep.summary.bytes == size - held
     assert b3(f) == b3(local / "pull.bin") and not journal.exists()
     f.unlink()
 
@@ -285,7 +285,7 @@ def test_ctrl_c_ends_a_bench_at_once(pair, tmp_path, reverse, stalled, record):
     else:
         assert p.returncode == 0, err
         rep = Report.parse(out)
-        assert 0 < rep.summary["seconds"] < 10 and rep.summary["peer_bytes"] > 0
+        assert 0 < rep.summary.seconds < 10 and rep.summary.peer_bytes > 0
 
 
 def test_wrong_token_and_full_disk_are_clear_errors_leaving_nothing(pair, tmp_path):
@@ -341,4 +341,4 @@ def test_the_token_can_come_on_stdin(pair):
     p = subprocess.run(pair.snd.argv(*argv), input=pair.token.read_text() + "\n", capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr
-    assert Report.parse(p.stdout).summary["bytes"] > 0
+    assert Report.parse(p.stdout).summary.bytes > 0

@@ -170,7 +170,7 @@ def test_adaptive_quick(controls, record, tmp_path):
     # The sender steered: its strength moved, and every stream ran braid_tcpp.
     from braidlab.engine import Report
     rep = Report.parse((out / "raw" / "udp-1-10.auto-9.r0" / "snd0-bench.out").read_text())
-    assert rep.steering and max(s["strength"] for s in rep.steering) > 1.5
+    assert rep.steering and max(s.strength for s in rep.steering) > 1.5
     assert rep.controls == ["braid_tcpp"] * 9
 
 

@@ -19,7 +19,7 @@ def _probe(path, seconds):
     """RTT probes as in Hacker 2004: every 10 ms, 1440 bytes of ICMP data (a 1468-byte IP packet)."""
     summary, samples = traffic.ping_report(traffic.ping(path.senders[0], path.RCV_ADDR, seconds,
                                                         samples=True).wait(seconds + 30))
-    return summary, [s["rtt_ms"] for s in samples], [s["seq"] for s in samples]
+    return summary, [s.rtt_ms for s in samples], [s.seq for s in samples]
 
 
 def _quantile(xs, q):
@@ -35,20 +35,20 @@ def test_idle_rtt_matches_the_configured_delay_without_reordering(record):
     with LinkPath("rate 100mbit delay 17ms limit 1000", "delay 17ms", tag="rtt") as p:
         summary, rtts, seqs = _probe(p, 5)
         stats = p.stats()
-    assert summary["sent"] == 500, f"the prober sent {summary['sent']} probes in 5 s, not 500"
-    assert len(rtts) == 500, f"{summary['lost']} probes lost on an idle link"
+    assert summary.sent == 500, f"the prober sent {summary.sent} probes in 5 s, not 500"
+    assert len(rtts) == 500, f"{summary.lost} probes lost on an idle link"
     # Two-way delay plus the probe's serialisation on the 100 Mb/s direction.
     want = 34.0 + _frame_time_ms(1468, 100e6)
     med, p99 = _quantile(rtts, 0.5), _quantile(rtts, 0.99)
     # How late braid-link released frames tells its share of the tail from the hosts' scheduling.
     link_late_p99 = {d: stats[d]["late_ns"]["p99"] / 1e6 for d in ("ab", "ba")}
     record(configured_ms=round(want, 3), median_ms=med, p99_ms=p99, max_ms=max(rtts),
-           late_sends=summary["late_sends"], link_late_p99_ms=link_late_p99)
+           late_sends=summary.late_sends, link_late_p99_ms=link_late_p99)
     assert abs(med - want) <= max(0.2, 0.02 * want), f"median RTT {med} ms, configured {want:.3f} ms"
     # The tail's size is a speed figure (make bench-link); this bound catches a delay line that
     # waits on a coarse timer (a 4 ms tick at HZ=250), not a busy machine's scheduling.
     assert p99 <= want + 3.0, f"p99 RTT {p99} ms, configured {want:.3f} ms"
-    assert seqs == sorted(seqs) and summary["reordered"] == 0, "probes came back out of order"
+    assert seqs == sorted(seqs) and summary.reordered == 0, "probes came back out of order"
 
 
 def _iperf_udp(path, rate, length, seconds):
@@ -170,9 +170,9 @@ def test_reno_follows_the_mathis_model_under_random_loss(record):
             proc = path.snd.popen(braid.trace_argv(f"{path.RCV_ADDR}:{braid.SINK_PORT}", "reno", seconds=60,
                                                    summary_only=True))
             t = braid.finish(proc, timeout=120)
-        info = t.summaries[0]["info"]
-        rate = t.total["bytes_acked"] * 8 / t.total["seconds"]
-        mathis = info["mss"] * 8 * math.sqrt(1.5) / (0.050 * math.sqrt(p_loss))
+        info = t.summaries[0].info
+        rate = t.total.bytes_acked * 8 / t.total.seconds
+        mathis = info.mss * 8 * math.sqrt(1.5) / (0.050 * math.sqrt(p_loss))
         return p_loss, rate, mathis
 
     with concurrent.futures.ThreadPoolExecutor(3) as ex:

@@ -28,7 +28,7 @@ def test_report_reads_intervals_and_summary_and_refuses_other_versions():
     summary = _vector("summary")
     lines = [json.dumps(_vector("interval")), "braid: stream 1 lost; reconnecting", json.dumps(summary)]
     r = Report.parse("\n".join(lines))
-    assert len(r.intervals) == 1 and r.summary["bytes"] == summary["bytes"]
+    assert len(r.intervals) == 1 and r.summary.bytes == summary["bytes"]
     assert r.controls == [s["cc"] for s in summary["streams"]]
     with pytest.raises(ValueError, match="version 2"):
         Report.parse(json.dumps({**summary, "version": 2}))
@@ -40,6 +40,6 @@ def test_report_keeps_stream_events_apart():
                       json.dumps(_vector("steer")),
                       json.dumps({**event, "event": "stream_redialled"}), json.dumps(_vector("summary"))])
     r = Report.parse(text)
-    assert [e["event"] for e in r.events] == ["stream_lost", "stream_redialled"]
-    assert [s["strength"] for s in r.steering] == [3.25]
+    assert [e.event for e in r.events] == ["stream_lost", "stream_redialled"]
+    assert [s.strength for s in r.steering] == [3.25]
     assert len(r.intervals) == 1 and r.summary is not None

@@ -1,5 +1,6 @@
 """The records braid prints, as the Rust side writes them (crates/braid/vectors/records.jsonl)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -26,13 +27,19 @@ def test_every_record_braid_prints_is_read_by_a_dataclass():
 def test_the_readers_take_each_tool_s_output_from_the_vectors():
     text = "\n".join(_lines())
     rep = Report.parse(text)
-    assert rep.summary["mode"] == "combined-2" and rep.events[0]["event"] == "stream_lost"
+    assert rep.summary.mode == "combined-2" and rep.events[0].event == "stream_lost"
+    assert rep.summary.streams[0].cc and rep.intervals[0].streams[0].cwnd == 20
     bins, summary = SinkReport.parse(text).only()
-    assert bins[0]["packets"] == 40 and summary["sent"] == 4000
+    assert bins[0].packets == 40 and summary.sent == 4000
     ping, rtts = ping_report(text)
-    assert ping["median_ms"] == 68.3 and rtts[0]["seq"] == 7
+    assert ping.median_ms == 68.3 and rtts[0].seq == 7
     t = Trace.parse(text)
-    assert t.total["streams"] == 1 and t.summaries[0]["settings"]["frac_cwnd"] is None and len(t.samples) == 1
+    assert t.total.streams == 1 and t.summaries[0].settings.frac_cwnd is None and len(t.samples) == 1
+
+
+def test_a_record_written_back_is_the_line_it_was_read_from():
+    for line in _lines():
+        assert records.to_json(records.parse(line)) == json.loads(line)
 
 
 @pytest.mark.parametrize("change", ["missing", "extra", "version", "type"])
@@ -51,8 +58,10 @@ def test_a_record_that_does_not_match_its_dataclass_is_refused(change):
 
 
 def test_a_trace_counts_each_streams_payload_from_the_time_asked():
+    base = records.parse(next(l for l in _lines() if '"type":"trace_sample"' in l))
+
     def sample(t, stream, acked):
-        return {"type": "trace_sample", "t": t, "stream": stream, "info": {"bytes_acked": acked}}
+        return dataclasses.replace(base, t=t, stream=stream, info=dataclasses.replace(base.info, bytes_acked=acked))
 
     t = Trace(samples=[sample(0.5, 0, 0), sample(1.0, 0, 10**6), sample(2.0, 0, 3 * 10**6),
                        sample(0.5, 1, 0), sample(1.0, 1, 0), sample(2.0, 1, 10**6)])

@@ -36,8 +36,8 @@ def test_sink_report_groups_by_flow():
     ])
     r = traffic.SinkReport.parse("braid traffic sink: listening\n" + text)
     bins, summary = r.only()
-    assert [b["t"] for b in bins] == [0.0, 0.1]
-    assert summary["loss_ratio"] == 0.25
+    assert [b.t for b in bins] == [0.0, 0.1]
+    assert summary.loss_ratio == 0.25
 
 
 def test_ping_report_needs_a_summary():
@@ -48,7 +48,7 @@ def test_ping_report_needs_a_summary():
                        "sent": 1, "received": 1, "lost": 0, "reordered": 0, "late_sends": 0, "min_ms": 1.0,
                        "median_ms": 1.0, "p99_ms": 1.0, "max_ms": 1.0, "mean_ms": 1.0})
     s, samples = traffic.ping_report(rtt + "\n" + ping)
-    assert s["received"] == 1 and samples[0]["rtt_ms"] == 1.0
+    assert s.received == 1 and samples[0].rtt_ms == 1.0
 
 
 def test_proc_net_counters_parsed():
