@@ -17,9 +17,14 @@ as between two real hosts), in one run:
    GB (both ends), each run printed, then the medians and the difference.
    Needs the controls installed (`braid cc install`).
 
+4. with --against OLD_BRAID: this build against another, memory to memory,
+   4 and 9 streams of cubic, --file-runs rounds, the order alternating
+   from round to round (each build's server and client are its own): the
+   machine's drift falls on both, which back-to-back tables cannot say.
+
 Options: --file-runs N (default 3), --file-only (skip the iperf3 table;
 the file rows are then compared with one 4-stream `braid bench`),
---auto-cost (only part 3).
+--auto-cost (only part 3), --against OLD_BRAID (only part 4).
 """
 
 from __future__ import annotations
@@ -90,11 +95,44 @@ def _auto_cost(pair, log: Path, runs: int) -> None:
     print(f"  median  tcpp-9 {f:.3f}, auto-9 {a:.3f} CPU s/GB: auto {100 * (a - f) / f:+.1f} %")
 
 
+def _against(pair, scratch: Path, shm: Path, other: str, rounds: int) -> None:
+    builds = {"this": engine.binary(), "other": other}
+    ports = {"this": engine.PORT + 1, "other": engine.PORT + 2}
+    servers = []
+    for name, binary in builds.items():
+        argv = [binary, "serve", "--listen", f"0.0.0.0:{ports[name]}", "--root", str(shm), "--token-file",
+                str(pair.token), "--json"]
+        servers.append(pair.rcv.popen(argv, log=scratch / f"serve-{name}.jsonl"))
+    try:
+        assert wait_until(lambda: all(str(p) in pair.rcv.run("ss", "-tlnH") for p in ports.values()), timeout=10)
+        print(f"this build ({builds['this']}) against {other}: memory to memory, {SECONDS} s, cubic, "
+              f"{rounds} rounds, the order alternating")
+        got: dict[tuple[str, int], list[float]] = {}
+        for r in range(rounds):
+            order = ("this", "other") if r % 2 == 0 else ("other", "this")
+            for n in (4, 9):
+                for name in order:
+                    argv = engine.bench_argv(f"{pair.RCV_ADDR}:{ports[name]}", SECONDS, pair.token,
+                                             Method("parallel", n, cc="cubic"))
+                    argv[0] = builds[name]
+                    s = Report.parse(pair.snd.run(*argv, timeout=SECONDS + 60)).summary
+                    got.setdefault((name, n), []).append(s.peer_bytes * 8 / s.seconds / 1e9)
+        for n in (4, 9):
+            a, b = (statistics.median(got[(name, n)]) for name in ("this", "other"))
+            runs = "  ".join(f"{name} " + " ".join(f"{x:.1f}" for x in got[(name, n)]) for name in ("this", "other"))
+            print(f"  {n} streams: median this {a:.2f} Gb/s, other {b:.2f} Gb/s ({100 * (a - b) / b:+.1f} %)   {runs}")
+    finally:
+        for p in servers:
+            p.kill()
+            p.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--file-runs", type=int, default=3, help="file-mode sends to take the median of")
     ap.add_argument("--file-only", action="store_true", help="skip the memory-to-memory table against iperf3")
     ap.add_argument("--auto-cost", action="store_true", help="only the CPU cost of --mode auto's steering")
+    ap.add_argument("--against", metavar="OLD_BRAID", help="only this build against another braid, interleaved")
     args = ap.parse_args()
     if args.file_runs < 1:
         ap.error("--file-runs must be at least 1")
@@ -108,6 +146,11 @@ def main() -> int:
             server = engine.serve(pair.rcv, shm, pair.token, log=log)
             assert wait_until(lambda: str(engine.PORT) in pair.rcv.run("ss", "-tlnH"), timeout=10)
             results = {}
+            if args.against:
+                _against(pair, scratch, shm, args.against, args.file_runs)
+                server.kill()
+                server.wait()
+                return 0
             if args.auto_cost:
                 _auto_cost(pair, log, args.file_runs)
                 server.kill()
