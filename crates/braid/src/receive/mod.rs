@@ -10,31 +10,39 @@
 //! arrive (see `treehash`), so nothing is read back but blocks held from
 //! before a resume. The destination name never holds a partial file, and a
 //! failed session leaves only what `--resume` can use.
+//!
+//! Here: a session's files and how a block lands. The checks are in
+//! `admit`, the part files and the staging directory in `staging`, the
+//! journal's format in `journal`, verifying and publishing (or keeping for
+//! `--resume`) in `publish`, a receiving stream in `stream`.
 
+mod admit;
 pub mod claims;
 pub mod journal;
+mod publish;
 pub mod staging;
+mod stream;
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
-use braid_wire::{FileEntry, Message};
+use braid_wire::FileEntry;
 
-use crate::conn::Conn;
 use crate::error::{Code, Error, Result};
 use crate::manifest::mtime_ns;
-use crate::pathsafe;
 use crate::ranges::RangeSet;
 use crate::telemetry::{human_bytes, Telemetry};
 use crate::treehash::{self, BlockTree};
+use admit::{check_dirs, check_paths, forbidden, free_space, parent_of};
 use claims::{Claim, Claims};
 use staging::Names;
+pub use stream::{worker, Ended};
 
 /// Blocks of one session's files that this end keeps hash state for, by
 /// default: 4 TiB in 1 MiB blocks, about 140 MB of memory.
@@ -42,8 +50,6 @@ pub const DEFAULT_MAX_BLOCKS: u64 = 1 << 22;
 /// Leftovers of a transfer untouched this long are removed by the next
 /// session that receives into the same directory.
 pub const DEFAULT_PARTIAL_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
-/// A receiving stream acknowledges at least this often while blocks stream in.
-const ACK_EVERY: u64 = 4 << 20;
 /// Part files open at once; past this a file is closed after each write, so
 /// a tree of any number of files stays within the descriptor limit.
 const OPEN_FILES: usize = 128;
@@ -127,145 +133,6 @@ struct Checked {
     held: RangeSet,
     /// Filled in by `create`: whether the part file was made up front.
     part_made: bool,
-}
-
-fn forbidden(message: String) -> Error {
-    Error::refused(Code::ForbiddenPath, message)
-}
-
-/// The directory a path of the manifest lies in, below `root`.
-fn parent_of(root: &Path, parts: &[&str]) -> PathBuf {
-    let mut at = root.to_path_buf();
-    at.extend(&parts[..parts.len() - 1]);
-    at
-}
-
-/// Checks every directory on the way to each entry, once each: existing
-/// ones must be directories and not links. Returns which exist.
-fn check_dirs(root: &Path, manifest: &[FileEntry]) -> Result<HashMap<PathBuf, bool>> {
-    let mut known: HashMap<PathBuf, bool> = HashMap::new();
-    for e in manifest {
-        let parts: Vec<&str> = e.path.split('/').collect();
-        let upto = if e.is_dir() {
-            parts.len()
-        } else {
-            parts.len() - 1
-        };
-        let mut at = root.to_path_buf();
-        let mut parent_exists = true;
-        for p in &parts[..upto] {
-            at.push(p);
-            if let Some(&exists) = known.get(&at) {
-                parent_exists = exists;
-                continue;
-            }
-            let exists = parent_exists
-                && match fs::symlink_metadata(&at) {
-                    Ok(m) if m.file_type().is_symlink() => {
-                        return Err(forbidden(format!(
-                            "{} is a symbolic link; braid does not write through links",
-                            at.display()
-                        )))
-                    }
-                    Ok(m) if m.is_dir() => true,
-                    Ok(_) => {
-                        return Err(Error::refused(
-                            Code::BadRequest,
-                            format!("{} exists and is not a directory", at.display()),
-                        ))
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-                    Err(e) => return Err(Error::io(format!("reading {}", at.display()), e)),
-                };
-            known.insert(at.clone(), exists);
-            parent_exists = exists;
-        }
-    }
-    Ok(known)
-}
-
-/// The manifest's own consistency: each path once, allowed, short enough,
-/// and no file that is also the directory of another entry.
-fn check_paths(root: &Path, manifest: &[FileEntry]) -> Result<()> {
-    let root_len = root.as_os_str().len();
-    let mut seen = HashSet::with_capacity(manifest.len());
-    for e in manifest {
-        let parts = pathsafe::components(&e.path)
-            .map_err(|m| forbidden(format!("refusing {:?}: {m}", e.path)))?;
-        if parts.iter().any(|p| pathsafe::is_internal(p)) {
-            return Err(forbidden(format!(
-                "refusing {:?}: {} is braid's staging directory",
-                e.path,
-                staging::STAGING_DIR
-            )));
-        }
-        let name = parts[parts.len() - 1];
-        let dir_len = root_len + 1 + e.path.len() - name.len();
-        if root_len + 1 + e.path.len() >= staging::PATH_MAX
-            || dir_len + staging::STAGING_OVERHEAD >= staging::PATH_MAX
-        {
-            return Err(Error::refused(
-                Code::BadRequest,
-                format!(
-                    "refusing {}...: below {} the path would pass {} bytes",
-                    shorten(&e.path, 60),
-                    root.display(),
-                    staging::PATH_MAX
-                ),
-            ));
-        }
-        if !seen.insert(e.path.as_str()) {
-            return Err(Error::Protocol(format!(
-                "the manifest names {} twice",
-                e.path
-            )));
-        }
-    }
-    let files: HashSet<&str> = manifest
-        .iter()
-        .filter(|e| !e.is_dir())
-        .map(|e| e.path.as_str())
-        .collect();
-    for e in manifest {
-        for (i, _) in e.path.match_indices('/') {
-            if files.contains(&e.path[..i]) {
-                return Err(Error::refused(
-                    Code::BadRequest,
-                    format!(
-                        "the manifest names {} as a file and as the directory of {}",
-                        &e.path[..i],
-                        e.path
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Bytes free for an unprivileged writer on `path`'s filesystem.
-fn free_space(path: &Path) -> Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| Error::Usage(format!("{} contains a NUL byte", path.display())))?;
-    // SAFETY: a NUL-terminated path and a zeroed struct the call fills.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(Error::io(
-            format!("reading the free space of {}", path.display()),
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
-}
-
-/// The first `n` bytes of `s` or fewer, cut at a character.
-fn shorten(s: &str, n: usize) -> &str {
-    let mut end = s.len().min(n);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 impl RecvShared {
@@ -555,154 +422,6 @@ impl RecvShared {
         Ok(())
     }
 
-    /// Checks a whole file against the sender's hash; a match waits in the
-    /// batch that `publish` makes durable and renames into place.
-    pub fn verify(&self, file: u32, theirs: &[u8; 32]) -> Result<()> {
-        let f = self.files.get(file as usize).ok_or_else(|| {
-            Error::Protocol(format!(
-                "verify names file {file}, the manifest has {}",
-                self.files.len()
-            ))
-        })?;
-        let mut f = f.lock().unwrap();
-        let ours = f.check(theirs)?;
-        if !f.existing && !f.part_made {
-            // An empty file: no block ever made its part.
-            let part = staging::new_part(&f.names.part)?;
-            f.part_made = true;
-            f.stamp(&part)?;
-        }
-        if f.file.take().is_some() {
-            self.open.fetch_sub(1, Ordering::Relaxed);
-        }
-        f.verified = true;
-        self.pending.lock().unwrap().push((file, ours));
-        Ok(())
-    }
-
-    /// How many verified files wait to be published.
-    pub fn pending(&self) -> usize {
-        self.pending.lock().unwrap().len()
-    }
-
-    /// Publishes every verified file: modes and mtimes set, one filesystem
-    /// sync for the data, the renames, one more sync for the directory
-    /// entries. Returns the answers to send, in the order verified.
-    pub fn publish(&self) -> Result<Vec<(u32, [u8; 32])>> {
-        let batch = std::mem::take(&mut *self.pending.lock().unwrap());
-        if batch.is_empty() {
-            return Ok(batch);
-        }
-        let mut renames = Vec::new();
-        for &(i, _) in &batch {
-            let mut f = self.files[i as usize].lock().unwrap();
-            if f.existing {
-                continue;
-            }
-            if !f.stamped || f.other_device {
-                let part = staging::open_part(&f.names.part)?;
-                f.stamp(&part)?;
-                if f.other_device {
-                    part.sync_all()
-                        .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
-                }
-            }
-            renames.push((f.names.clone(), f.dest.clone(), f.journaled));
-        }
-        if !renames.is_empty() {
-            staging::sync_filesystem(&self.root, "the receiving root")?;
-            for (names, dest, journaled) in &renames {
-                fs::rename(&names.part, dest)
-                    .map_err(|e| Error::io(format!("publishing {}", dest.display()), e))?;
-                if *journaled {
-                    journal::remove(names);
-                }
-            }
-            staging::sync_filesystem(&self.root, "the receiving root")?;
-        }
-        for &(i, _) in &batch {
-            self.files[i as usize].lock().unwrap().published = true;
-        }
-        Ok(batch)
-    }
-
-    pub fn all_published(&self) -> bool {
-        self.files.iter().all(|f| f.lock().unwrap().published)
-    }
-
-    /// After every file is published: the staging directories go, and
-    /// directories of the manifest get their modes and mtimes, deepest first
-    /// (a read-only directory must not stop what is written below it).
-    pub fn finish(&self) -> Result<()> {
-        for d in &self.staged {
-            staging::remove_if_empty(d);
-        }
-        let mut dirs: Vec<_> = self
-            .files
-            .iter()
-            .filter_map(|f| {
-                let f = f.lock().unwrap();
-                f.dir
-                    .then(|| (f.dest.clone(), f.entry.mode, f.entry.mtime_ns))
-            })
-            .collect();
-        dirs.sort_by_key(|(d, _, _)| std::cmp::Reverse(d.as_os_str().len()));
-        for (d, mode, mtime) in dirs {
-            let set = fs::set_permissions(&d, fs::Permissions::from_mode(mode & 0o7777))
-                .and_then(|_| File::open(&d))
-                .and_then(|f| {
-                    f.set_modified(UNIX_EPOCH + Duration::from_nanos(mtime.max(0) as u64))
-                });
-            set.map_err(|e| Error::io(format!("setting the mode of {}", d.display()), e))?;
-        }
-        Ok(())
-    }
-
-    /// After a failure that makes the data useless (disk full, bad hash).
-    pub fn discard_all(&self) {
-        for f in &self.files {
-            let mut f = f.lock().unwrap();
-            if !f.published && !f.existing && !f.dir {
-                f.discard();
-            }
-        }
-        self.tidy();
-    }
-
-    /// After a failure that leaves the data useful: what arrived is journaled
-    /// for --resume, the space of what did not is given back, and a file
-    /// that received nothing leaves nothing behind.
-    pub fn keep_for_resume(&self) {
-        let _ = self.sync_journals();
-        for f in &self.files {
-            let mut f = f.lock().unwrap();
-            if f.published || f.existing || f.dir {
-                continue;
-            }
-            if f.synced.is_empty() {
-                f.discard();
-                continue;
-            }
-            if let Ok(part) = staging::open_part(&f.names.part) {
-                for (a, b) in f.synced.missing(f.entry.size) {
-                    let _ = staging::punch_hole(&part, a, b);
-                }
-            }
-        }
-        self.tidy();
-    }
-
-    /// Removes staging directories and directories this session made that
-    /// are left empty.
-    fn tidy(&self) {
-        for d in &self.staged {
-            staging::remove_if_empty(d);
-        }
-        for d in self.made.iter().rev() {
-            let _ = fs::remove_dir(d);
-        }
-    }
-
     /// Writes a block in place and records its value in the file's tree
     /// (hashed here, before the file's lock is taken).
     fn write(&self, file: u32, offset: u64, data: &[u8]) -> Result<()> {
@@ -768,70 +487,6 @@ impl RecvShared {
 }
 
 impl Incoming {
-    /// Gives the part file the entry's mode and mtime.
-    fn stamp(&mut self, part: &File) -> Result<()> {
-        part.set_permissions(fs::Permissions::from_mode(self.entry.mode & 0o7777))
-            .map_err(|e| Error::io(format!("setting the mode of {}", self.dest.display()), e))?;
-        let mtime = UNIX_EPOCH + Duration::from_nanos(self.entry.mtime_ns.max(0) as u64);
-        part.set_modified(mtime)
-            .map_err(|e| Error::io(format!("setting the mtime of {}", self.dest.display()), e))?;
-        self.stamped = true;
-        Ok(())
-    }
-
-    /// Our hash of the whole file, checked against the sender's.
-    fn check(&mut self, theirs: &[u8; 32]) -> Result<[u8; 32]> {
-        if self.published || self.verified {
-            return Err(Error::Protocol(format!(
-                "{} was verified already",
-                self.entry.path
-            )));
-        }
-        if !self.held.is_complete(self.entry.size) {
-            return Err(Error::Protocol(format!(
-                "{} is not complete: {} of {} bytes arrived",
-                self.entry.path,
-                self.held.covered(),
-                self.entry.size
-            )));
-        }
-        let ours = if self.existing {
-            hash_path(&self.dest)?
-        } else {
-            self.tree_root()?
-        };
-        if &ours != theirs {
-            if !self.existing {
-                self.discard();
-            }
-            return Err(Error::Verify(format!(
-                "{}: BLAKE3 {} here, {} at the sender",
-                self.entry.path,
-                hex(&ours[..8]),
-                hex(&theirs[..8])
-            )));
-        }
-        Ok(ours)
-    }
-
-    /// The part file's BLAKE3 from the blocks' values, reading back the
-    /// blocks that arrived before a resume or in pieces of another size.
-    fn tree_root(&mut self) -> Result<[u8; 32]> {
-        let missing = self.tree.missing();
-        if !missing.is_empty() {
-            let part = staging::open_part(&self.names.part)?;
-            let mut buf = Vec::new();
-            for (i, offset, len) in missing {
-                buf.resize(len, 0);
-                part.read_exact_at(&mut buf, offset)
-                    .map_err(|e| Error::io(format!("hashing {}", self.names.part.display()), e))?;
-                self.tree
-                    .set(i, treehash::hash_block(&buf, offset, self.entry.size));
-            }
-        }
-        Ok(self.tree.root().expect("every block has a value"))
-    }
-
     /// Removes the part file and journal: what they hold is of no use.
     pub fn discard(&mut self) {
         self.file = None;
@@ -849,87 +504,8 @@ impl Incoming {
     }
 }
 
-fn hash_path(p: &Path) -> Result<[u8; 32]> {
-    crate::manifest::blake3_file(p)
-        .map(|(h, _)| h)
-        .map_err(|e| Error::io(format!("hashing {}", p.display()), e))
-}
-
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// How a receiving stream ended.
-pub enum Ended {
-    /// The sender said Detach: this stream is finished.
-    Detached,
-    /// The connection died; the sender will send its blocks again.
-    Lost(Error),
-    /// The data or the disk failed: the session must stop.
-    Fatal(Error),
-}
-
-/// Receives blocks on one stream and acknowledges them with a running count.
-pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
-    shared.tel.set_socket(stream, conn.stream());
-    let Conn { mut r, mut w } = conn;
-    let mut buf = vec![0u8; shared.block_size as usize];
-    let (mut total, mut acked) = (0u64, 0u64);
-    loop {
-        let m = match r.recv_opt() {
-            Ok(Some(m)) => m,
-            Ok(None) => {
-                return Ended::Lost(Error::Protocol(format!(
-                    "stream {stream} closed without detaching"
-                )))
-            }
-            Err(e @ Error::Connect { .. }) => return Ended::Lost(e),
-            Err(e) => return Ended::Fatal(e),
-        };
-        match m {
-            Message::Block {
-                file,
-                offset,
-                len,
-                checksum,
-            } => {
-                if len > shared.block_size {
-                    return Ended::Fatal(Error::Protocol(format!(
-                        "a block of {len} bytes; the session's blocks are {}",
-                        shared.block_size
-                    )));
-                }
-                let data = &mut buf[..len as usize];
-                if let Err(e) = r.read_data(data) {
-                    return Ended::Lost(e);
-                }
-                let crc = crc32c::crc32c(data);
-                if crc != checksum {
-                    return Ended::Fatal(Error::Verify(format!(
-                        "block of file {file} at {offset}: CRC-32C {crc:08x}, the sender said {checksum:08x}"
-                    )));
-                }
-                if let Err(e) = shared.write(file, offset, data) {
-                    return Ended::Fatal(e);
-                }
-                total += len as u64;
-                shared.tel.add(stream, len as u64);
-                // One acknowledgement for the blocks read in one go (many small
-                // files' blocks arrive together), and at least every few MiB.
-                if r.buffered() == 0 || total - acked >= ACK_EVERY {
-                    if let Err(e) = w.send(&Message::Progress { bytes: total }) {
-                        return Ended::Lost(e);
-                    }
-                    acked = total;
-                }
-            }
-            Message::Detach { .. } => return Ended::Detached,
-            Message::Error { code, message } => {
-                return Ended::Fatal(Error::Remote { code, message })
-            }
-            m => return Ended::Fatal(crate::session::unexpected("a block", &m)),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -937,6 +513,7 @@ mod tests {
     use super::*;
     use crate::telemetry::Output;
     use braid_wire::MODE_DIR;
+    use std::os::unix::fs::PermissionsExt;
 
     fn entry(path: &str, data: &[u8]) -> FileEntry {
         FileEntry {

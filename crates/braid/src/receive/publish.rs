@@ -1,0 +1,236 @@
+//! A received file's end: its hash checked against the sender's, then
+//! published with others in a batch (one filesystem sync for the data, the
+//! renames, one more for the directory entries); or, after a failure, kept
+//! for `--resume` or discarded.
+
+use std::fs::{self, File};
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::{hex, journal, staging, Incoming, RecvShared};
+use crate::error::{Error, Result};
+use crate::treehash;
+
+impl RecvShared {
+    /// Checks a whole file against the sender's hash; a match waits in the
+    /// batch that `publish` makes durable and renames into place.
+    pub fn verify(&self, file: u32, theirs: &[u8; 32]) -> Result<()> {
+        let f = self.files.get(file as usize).ok_or_else(|| {
+            Error::Protocol(format!(
+                "verify names file {file}, the manifest has {}",
+                self.files.len()
+            ))
+        })?;
+        let mut f = f.lock().unwrap();
+        let ours = f.check(theirs)?;
+        if !f.existing && !f.part_made {
+            // An empty file: no block ever made its part.
+            let part = staging::new_part(&f.names.part)?;
+            f.part_made = true;
+            f.stamp(&part)?;
+        }
+        if f.file.take().is_some() {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+        }
+        f.verified = true;
+        self.pending.lock().unwrap().push((file, ours));
+        Ok(())
+    }
+
+    /// How many verified files wait to be published.
+    pub fn pending(&self) -> usize {
+        self.pending.lock().unwrap().len()
+    }
+
+    /// Publishes every verified file: modes and mtimes set, one filesystem
+    /// sync for the data, the renames, one more sync for the directory
+    /// entries. Returns the answers to send, in the order verified.
+    pub fn publish(&self) -> Result<Vec<(u32, [u8; 32])>> {
+        let batch = std::mem::take(&mut *self.pending.lock().unwrap());
+        if batch.is_empty() {
+            return Ok(batch);
+        }
+        let mut renames = Vec::new();
+        for &(i, _) in &batch {
+            let mut f = self.files[i as usize].lock().unwrap();
+            if f.existing {
+                continue;
+            }
+            if !f.stamped || f.other_device {
+                let part = staging::open_part(&f.names.part)?;
+                f.stamp(&part)?;
+                if f.other_device {
+                    part.sync_all()
+                        .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
+                }
+            }
+            renames.push((f.names.clone(), f.dest.clone(), f.journaled));
+        }
+        if !renames.is_empty() {
+            staging::sync_filesystem(&self.root, "the receiving root")?;
+            for (names, dest, journaled) in &renames {
+                fs::rename(&names.part, dest)
+                    .map_err(|e| Error::io(format!("publishing {}", dest.display()), e))?;
+                if *journaled {
+                    journal::remove(names);
+                }
+            }
+            staging::sync_filesystem(&self.root, "the receiving root")?;
+        }
+        for &(i, _) in &batch {
+            self.files[i as usize].lock().unwrap().published = true;
+        }
+        Ok(batch)
+    }
+
+    pub fn all_published(&self) -> bool {
+        self.files.iter().all(|f| f.lock().unwrap().published)
+    }
+
+    /// After every file is published: the staging directories go, and
+    /// directories of the manifest get their modes and mtimes, deepest first
+    /// (a read-only directory must not stop what is written below it).
+    pub fn finish(&self) -> Result<()> {
+        for d in &self.staged {
+            staging::remove_if_empty(d);
+        }
+        let mut dirs: Vec<_> = self
+            .files
+            .iter()
+            .filter_map(|f| {
+                let f = f.lock().unwrap();
+                f.dir
+                    .then(|| (f.dest.clone(), f.entry.mode, f.entry.mtime_ns))
+            })
+            .collect();
+        dirs.sort_by_key(|(d, _, _)| std::cmp::Reverse(d.as_os_str().len()));
+        for (d, mode, mtime) in dirs {
+            let set = fs::set_permissions(&d, fs::Permissions::from_mode(mode & 0o7777))
+                .and_then(|_| File::open(&d))
+                .and_then(|f| {
+                    f.set_modified(UNIX_EPOCH + Duration::from_nanos(mtime.max(0) as u64))
+                });
+            set.map_err(|e| Error::io(format!("setting the mode of {}", d.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// After a failure that makes the data useless (disk full, bad hash).
+    pub fn discard_all(&self) {
+        for f in &self.files {
+            let mut f = f.lock().unwrap();
+            if !f.published && !f.existing && !f.dir {
+                f.discard();
+            }
+        }
+        self.tidy();
+    }
+
+    /// After a failure that leaves the data useful: what arrived is journaled
+    /// for --resume, the space of what did not is given back, and a file
+    /// that received nothing leaves nothing behind.
+    pub fn keep_for_resume(&self) {
+        let _ = self.sync_journals();
+        for f in &self.files {
+            let mut f = f.lock().unwrap();
+            if f.published || f.existing || f.dir {
+                continue;
+            }
+            if f.synced.is_empty() {
+                f.discard();
+                continue;
+            }
+            if let Ok(part) = staging::open_part(&f.names.part) {
+                for (a, b) in f.synced.missing(f.entry.size) {
+                    let _ = staging::punch_hole(&part, a, b);
+                }
+            }
+        }
+        self.tidy();
+    }
+
+    /// Removes staging directories and directories this session made that
+    /// are left empty.
+    fn tidy(&self) {
+        for d in &self.staged {
+            staging::remove_if_empty(d);
+        }
+        for d in self.made.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
+    }
+}
+
+impl Incoming {
+    /// Gives the part file the entry's mode and mtime.
+    pub(super) fn stamp(&mut self, part: &File) -> Result<()> {
+        part.set_permissions(fs::Permissions::from_mode(self.entry.mode & 0o7777))
+            .map_err(|e| Error::io(format!("setting the mode of {}", self.dest.display()), e))?;
+        let mtime = UNIX_EPOCH + Duration::from_nanos(self.entry.mtime_ns.max(0) as u64);
+        part.set_modified(mtime)
+            .map_err(|e| Error::io(format!("setting the mtime of {}", self.dest.display()), e))?;
+        self.stamped = true;
+        Ok(())
+    }
+
+    /// Our hash of the whole file, checked against the sender's.
+    fn check(&mut self, theirs: &[u8; 32]) -> Result<[u8; 32]> {
+        if self.published || self.verified {
+            return Err(Error::Protocol(format!(
+                "{} was verified already",
+                self.entry.path
+            )));
+        }
+        if !self.held.is_complete(self.entry.size) {
+            return Err(Error::Protocol(format!(
+                "{} is not complete: {} of {} bytes arrived",
+                self.entry.path,
+                self.held.covered(),
+                self.entry.size
+            )));
+        }
+        let ours = if self.existing {
+            hash_path(&self.dest)?
+        } else {
+            self.tree_root()?
+        };
+        if &ours != theirs {
+            if !self.existing {
+                self.discard();
+            }
+            return Err(Error::Verify(format!(
+                "{}: BLAKE3 {} here, {} at the sender",
+                self.entry.path,
+                hex(&ours[..8]),
+                hex(&theirs[..8])
+            )));
+        }
+        Ok(ours)
+    }
+
+    /// The part file's BLAKE3 from the blocks' values, reading back the
+    /// blocks that arrived before a resume or in pieces of another size.
+    fn tree_root(&mut self) -> Result<[u8; 32]> {
+        let missing = self.tree.missing();
+        if !missing.is_empty() {
+            let part = staging::open_part(&self.names.part)?;
+            let mut buf = Vec::new();
+            for (i, offset, len) in missing {
+                buf.resize(len, 0);
+                part.read_exact_at(&mut buf, offset)
+                    .map_err(|e| Error::io(format!("hashing {}", self.names.part.display()), e))?;
+                self.tree
+                    .set(i, treehash::hash_block(&buf, offset, self.entry.size));
+            }
+        }
+        Ok(self.tree.root().expect("every block has a value"))
+    }
+}
+
+fn hash_path(p: &Path) -> Result<[u8; 32]> {
+    crate::manifest::blake3_file(p)
+        .map(|(h, _)| h)
+        .map_err(|e| Error::io(format!("hashing {}", p.display()), e))
+}
