@@ -47,8 +47,11 @@
 //! 68 ms path, from 60 % of the path to a sixth in about 30 s). So while
 //! others share the path the group's rate is capped at what `--fair-share`
 //! Reno flows take at the loss rate its streams see (Mathis, with p the loss
-//! events per packet over the last 20 s), and below the cap TCP-P's k = 1
-//! does the rest. The cap comes off when a question finds the room untaken,
+//! events per packet over the last 20 s). Held there, k follows what the
+//! group delivers, not the queue (others hold one too): it rises while the
+//! group moves less than the cap, since nine TCP-P streams at k = 1 move
+//! less than one Reno flow, and holds once the cap is what limits it. The
+//! cap comes off when a question finds the room untaken,
 //! or when no queue has stood for 5 s (a capped group builds none to ask
 //! about once the others leave; beside Reno flows one stands again within
 //! about two seconds of their losses).
@@ -125,6 +128,13 @@ const FALL_SHARE: f64 = 0.75;
 const FAIR_OVER: Duration = Duration::from_secs(20);
 const FAIR_MIN_EVENTS: u64 = 2;
 const FAIR_RETELL: f64 = 0.1;
+/// Held at the fair share, the strength is what lets the group reach it: a
+/// TCP-P group of nine at k = 1 moves less than one Reno flow (0.59 of one in
+/// Cho and Bettati's Fig. 3 cell; beside 5 Reno flows auto held at k = 1 moved
+/// 0.83 of one Reno stream's rate, drifting to 4-6 Mb/s against its 4-9).
+/// Below the share by more than REACH_SLACK of it, k rises; above it (the
+/// share just fell), k falls; between, the cap does the limiting and k holds.
+const REACH_SLACK: f64 = 0.15;
 
 /// Whose the standing queue is, by the latest question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,6 +260,28 @@ impl Auto {
         }
         let gain = if off >= 0.0 { GAIN_UP } else { GAIN_DOWN };
         self.k = (self.k * (gain * off).exp()).clamp(self.floor, self.ceiling);
+    }
+
+    /// One step of k toward the strength at which the group's delivery, in
+    /// bytes a second, reaches the fair share it is held to.
+    fn reach(&mut self, rate: f64, share: f64) {
+        let short = (1.0 - rate / share.max(1.0)).clamp(-1.0, 1.0);
+        let off = if short > REACH_SLACK {
+            GAIN_UP * short
+        } else if short < 0.0 {
+            GAIN_DOWN * short
+        } else {
+            return;
+        };
+        self.k = (self.k * off.exp()).clamp(self.floor, self.ceiling);
+    }
+
+    /// The group's delivery over the last RATE_SPAN, if this tick noted one.
+    fn rate_now(&self, elapsed: Duration) -> Option<f64> {
+        self.rates
+            .back()
+            .filter(|(t, _)| *t == elapsed)
+            .map(|(_, r)| *r)
     }
 
     /// A question: every live stream capped at a share of its rate, room for
@@ -560,7 +592,17 @@ impl Steer for Auto {
         } else {
             Vec::new()
         };
-        self.step(queue as f64, base as f64);
+        match (self.queue, self.fair_told) {
+            // Held at a share: the queue is the others' too and says nothing
+            // of whether the group reaches its share; its delivery does (none
+            // yet after a question: k holds).
+            (Queue::Shared, Some(share)) => {
+                if let Some(rate) = self.rate_now(elapsed) {
+                    self.reach(rate, share);
+                }
+            }
+            _ => self.step(queue as f64, base as f64),
+        }
         if (self.k - self.told).abs() > HYSTERESIS * self.told {
             self.told = self.k;
             let c = self.control();
@@ -925,6 +967,48 @@ mod tests {
         });
         assert_eq!(yields(&asked), 1);
         assert_eq!(a.queue(), Queue::Own);
+    }
+
+    #[test]
+    fn held_at_its_share_k_rises_until_the_group_reaches_it_and_holds_there() {
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let mut t = Duration::ZERO;
+        while a.queue() != Queue::Shared {
+            a.tick(t, &counting(t, 108.0));
+            t += a.interval();
+        }
+        let share = a.fair_told.expect("held at a share");
+        assert_eq!(a.strength(), 1.0, "the queue brought k to its floor");
+        // The group delivers `of` the share for `secs`; k after.
+        let mut moved = 0.0;
+        let mut deliver = |a: &mut Auto, t: &mut Duration, secs: f64, of: f64| {
+            let end = *t + Duration::from_secs_f64(secs);
+            while *t < end {
+                let mut v = counting(*t, 108.0);
+                for s in &mut v {
+                    s.bytes = (moved / 4.0) as u64;
+                }
+                a.tick(*t, &v);
+                let dt = a.interval();
+                moved += of * share * dt.as_secs_f64();
+                *t += dt;
+            }
+            a.strength()
+        };
+        // Half the share, though the queue stands: the strength rises.
+        let short = deliver(&mut a, &mut t, 5.0, 0.5);
+        assert!(short > 2.0, "k {short:.2} below its share");
+        // Paced just under the cap, once the 2 s rate shows it: k holds.
+        let reached = deliver(&mut a, &mut t, 2.5, 0.95);
+        assert_eq!(deliver(&mut a, &mut t, 1.5, 0.95), reached);
+        assert_eq!(a.fair_told, Some(share), "the share itself held");
+        // Above the share (it fell; the caps catch up): k falls, not below the floor.
+        let over = deliver(&mut a, &mut t, 10.0, 1.5);
+        assert!(
+            over < reached,
+            "k {over:.2} above its share, {reached:.2} at it"
+        );
+        assert!(over >= 1.0);
     }
 
     /// Yields begun by `a` from `from` to `to`, each stream delivering at
