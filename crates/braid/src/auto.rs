@@ -51,10 +51,10 @@
 //! group delivers, not the queue (others hold one too): it rises while the
 //! group moves less than the cap, since nine TCP-P streams at k = 1 move
 //! less than one Reno flow, and holds once the cap is what limits it. The
-//! cap comes off when a question finds the room untaken,
-//! or when no queue has stood for 5 s (a capped group builds none to ask
-//! about once the others leave; beside Reno flows one stands again within
-//! about two seconds of their losses).
+//! cap comes off when a question finds the room untaken, or when no queue
+//! has stood for 5 s (a capped group builds none to ask about once the
+//! others leave; beside Reno flows one stands again within about two
+//! seconds of their losses).
 //!
 //! A drain probe (caps that leave the path nearly idle for a few RTTs, as
 //! BBR drains to see the propagation delay) was measured first and dropped:
