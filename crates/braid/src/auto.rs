@@ -259,21 +259,24 @@ impl Auto {
             off = off.abs();
         }
         let gain = if off >= 0.0 { GAIN_UP } else { GAIN_DOWN };
-        self.k = (self.k * (gain * off).exp()).clamp(self.floor, self.ceiling);
+        self.scale_k(gain * off);
+    }
+
+    /// k times e^`by`, kept between the floor (the fair share) and the
+    /// ceiling (one flow per stream).
+    fn scale_k(&mut self, by: f64) {
+        self.k = (self.k * by.exp()).clamp(self.floor, self.ceiling);
     }
 
     /// One step of k toward the strength at which the group's delivery, in
     /// bytes a second, reaches the fair share it is held to.
     fn reach(&mut self, rate: f64, share: f64) {
         let short = (1.0 - rate / share.max(1.0)).clamp(-1.0, 1.0);
-        let off = if short > REACH_SLACK {
-            GAIN_UP * short
+        if short > REACH_SLACK {
+            self.scale_k(GAIN_UP * short);
         } else if short < 0.0 {
-            GAIN_DOWN * short
-        } else {
-            return;
-        };
-        self.k = (self.k * off.exp()).clamp(self.floor, self.ceiling);
+            self.scale_k(GAIN_DOWN * short);
+        }
     }
 
     /// The group's delivery over the last RATE_SPAN, if this tick noted one.
