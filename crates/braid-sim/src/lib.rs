@@ -158,6 +158,12 @@ struct Sender {
     /// (also a stiff flow's clock).
     pace_gap_ns: Option<u64>,
     next_send_ns: u64,
+    /// A TCP-P member a steer took out of the session: it sends nothing and
+    /// is out of its group until it joins again as a new connection.
+    parked: bool,
+    /// Its counters when its connection began (TCP_INFO's start at zero).
+    sent_base: u64,
+    lost_base: u64,
 }
 
 /// What a run measured, per flow, over its measurement window.
@@ -183,6 +189,8 @@ pub struct FlowView {
     pub active: bool,
     /// A member of a TCP-P group (the flows a steer drives).
     pub tcpp: bool,
+    /// Carrying data: not taken out of the session by a steer.
+    pub carrying: bool,
     pub srtt_ns: u64,
     /// The smallest smoothed RTT it has seen.
     pub min_srtt_ns: u64,
@@ -203,6 +211,10 @@ pub enum SimSteering {
     Strength(u32),
     /// Cap flow `i`'s rate at this many payload bytes per second; `None` lifts it.
     Pace(usize, Option<u64>),
+    /// The first `n` TCP-P flows carry data; the rest leave their group (as
+    /// braid's sender closes a stream's connection), and one that comes back
+    /// is a new connection: slow start from 10 packets, no RTT yet.
+    Streams(usize),
 }
 
 /// A steer as a run asks it: what it wants done now, and in how many ns it
@@ -246,6 +258,9 @@ impl Run {
                     lost: 0,
                     pace_gap_ns: None,
                     next_send_ns: f.start_ns,
+                    parked: false,
+                    sent_base: 0,
+                    lost_base: 0,
                 })
                 .collect(),
             groups: (0..groups).map(|_| Group::default()).collect(),
@@ -356,7 +371,46 @@ impl Run {
                     s.next_send_ns = s.next_send_ns.min(now);
                 }
             }
+            SimSteering::Streams(n) => {
+                let members: Vec<usize> = (0..self.senders.len())
+                    .filter(|&i| self.senders[i].spec.group.is_some())
+                    .collect();
+                for (j, i) in members.into_iter().enumerate() {
+                    self.carry(i, j < n.max(1), now);
+                }
+            }
         }
+    }
+
+    /// Takes TCP-P flow `i` out of the session, or brings it back.
+    fn carry(&mut self, i: usize, carrying: bool, now: u64) {
+        let s = &mut self.senders[i];
+        if s.parked != carrying {
+            return;
+        }
+        let g = s.spec.group.expect("a TCP-P flow");
+        s.parked = !carrying;
+        if !s.active {
+            return;
+        }
+        let group = &mut self.groups[g];
+        if !carrying {
+            group.members = group.members.saturating_sub(1);
+            s.outstanding.clear();
+            s.recovery_until = None;
+            return;
+        }
+        group.members += 1;
+        s.seen_epoch = group.epoch;
+        s.win = Window::new(s.spec.arith, 10, u32::MAX, now / 1000);
+        s.outstanding.clear();
+        s.recovery_until = None;
+        s.srtt_ns = 0;
+        s.min_srtt_ns = 0;
+        s.last_ack_ns = now;
+        s.next_send_ns = now;
+        s.sent_base = s.next_seq;
+        s.lost_base = s.lost;
     }
 
     fn views(&self) -> Vec<FlowView> {
@@ -365,12 +419,13 @@ impl Run {
             .map(|s| FlowView {
                 active: s.active,
                 tcpp: s.spec.group.is_some(),
+                carrying: !s.parked,
                 srtt_ns: s.srtt_ns,
                 min_srtt_ns: s.min_srtt_ns,
                 delivered: s.delivered,
                 cwnd: s.win.cwnd(),
-                sent: s.next_seq,
-                lost: s.lost,
+                sent: s.next_seq - s.sent_base,
+                lost: s.lost - s.lost_base,
             })
             .collect()
     }
@@ -382,6 +437,9 @@ impl Run {
             }
             s.active = true;
             s.last_ack_ns = now;
+            if s.parked {
+                continue;
+            }
             if let Some(g) = s.spec.group {
                 // Membership as the control's init counts it.
                 let g = &mut self.groups[g];
@@ -398,6 +456,9 @@ impl Run {
             .filter_map(|s| {
                 if !s.active {
                     return (s.spec.start_ns > now).then_some(s.spec.start_ns);
+                }
+                if s.parked {
+                    return None;
                 }
                 let rto = (!s.outstanding.is_empty()).then(|| s.last_ack_ns + rto(s));
                 if now >= s.spec.stop_ns {
@@ -417,7 +478,7 @@ impl Run {
     /// Sends what the window allows; returns the packets the link dropped.
     fn send(&mut self, i: usize, now: u64) -> u64 {
         let s = &mut self.senders[i];
-        if !s.active || now >= s.spec.stop_ns {
+        if !s.active || s.parked || now >= s.spec.stop_ns {
             return 0;
         }
         let mut dropped = 0;
@@ -461,7 +522,7 @@ impl Run {
 
     fn check_timeout(&mut self, i: usize, now: u64) {
         let s = &self.senders[i];
-        if !s.active || s.outstanding.is_empty() || now < s.last_ack_ns + rto(s) {
+        if !s.active || s.parked || s.outstanding.is_empty() || now < s.last_ack_ns + rto(s) {
             return;
         }
         self.reduce(i, now);
@@ -474,7 +535,9 @@ impl Run {
 
     fn on_ack(&mut self, p: Pkt, now: u64) {
         let i = p.flow;
-        if self.senders[i].spec.stiff.is_some() {
+        // What a leaving connection had in flight still arrives; it steers nothing.
+        let s = &self.senders[i];
+        if s.spec.stiff.is_some() || s.parked || p.seq < s.sent_base {
             self.senders[i].delivered += 1;
             return;
         }
