@@ -35,7 +35,7 @@ def machine() -> dict:
                       "binary": manifest.file_digest(Path(braid.binary()))}}
 
 
-def measure(exp, variant, cell, index: int, token: str) -> dict:
+def measure(exp, variant, cell, index: int, seed: int, token: str) -> dict:
     """On a worker: one cell, start to finish, in a directory of its own. Returns the cell's
     record, its raw files ({relative path: bytes}) and the machine."""
     from .runner import preflight, run_cell
@@ -53,7 +53,7 @@ def measure(exp, variant, cell, index: int, token: str) -> dict:
         (work / "token").write_text(token)
         (work / "token").chmod(0o600)
         raw = work / "raw"
-        data = run_cell(exp, variant, cell, raw, work / "token", index)
+        data = run_cell(exp, variant, cell, raw, work / "token", index, seed)
         files = {}
         for p in sorted(raw.rglob("*")):
             if p.is_file() and not p.is_symlink():
@@ -75,7 +75,8 @@ def write_raw(raw: Path, files: dict[str, bytes]) -> None:
         p.write_bytes(content)
 
 
-def run_cells(address: str, exp, variant, cells: list, index_of, token: str, keep, progress=print) -> None:
+def run_cells(address: str, exp, variant, cells: list, index_of, seed_of, token: str, keep,
+              progress=print) -> None:
     """Measures `cells` on the cluster at `address`; `keep(cell, result)` is called for each as it
     arrives, and a cell that failed is said and left for the next run. Ctrl-C cancels the rest."""
     try:
@@ -89,7 +90,7 @@ def run_cells(address: str, exp, variant, cells: list, index_of, token: str, kee
         if not able:
             raise RuntimeError(f"no worker of {address} offers the resource {RESOURCE!r}: start each with "
                                f"`braidlab worker {address}` (or dask worker ... --resources {RESOURCE}=1)")
-        futures = {client.submit(measure, exp, variant, c, index_of(c), token, resources={RESOURCE: 1},
+        futures = {client.submit(measure, exp, variant, c, index_of(c), seed_of(c), token, resources={RESOURCE: 1},
                                  pure=False, key=f"braidlab-{exp.name}-{c.id}-{os.urandom(4).hex()}"): c
                    for c in cells}
         try:

@@ -13,6 +13,7 @@ See experiments/README.md for every key.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import itertools
 import random
 import re
@@ -200,6 +201,16 @@ class Experiment:
         cells = self.cells(variant)
         random.Random(seed).shuffle(cells)
         return cells
+
+    def cell_seed(self, run_seed: int, cell: Cell) -> int:
+        """The seed of a cell's random draws (the link's loss, the cross traffic's swings and
+        arrivals), from the run's seed, the path's own and the cell's scenario and repetition:
+        every method of one scenario and repetition meets the same draws, so a difference
+        between them is theirs and not the dice's, and each repetition and each run meets new
+        ones, so repetitions are independent samples."""
+        path_seed = self.scenarios[cell.scenario].path.seed
+        key = f"{run_seed}/{path_seed}/{cell.scenario}/{cell.rep}".encode()
+        return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") % (2**31 - 1) + 1
 
 
 _METHOD_KEYS = {"name", "mode", "streams", "cc", "virtual_rtt", "strength"}

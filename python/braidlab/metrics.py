@@ -208,6 +208,21 @@ def rolling_mean(ts: Sequence[float], xs: Sequence[float], window: float) -> lis
     return out
 
 
+def _band(ts: Sequence[float], rates: Sequence[float], change: float, end: float, tol: float,
+          window: float) -> tuple[list[float], list[bool], float] | None:
+    """The phase (change, end]'s times, whether the rolling mean at each is within `tol` of the
+    phase's settled rate (the median over its second half), and that rate; None when the phase
+    holds fewer than four points."""
+    pts = [(t, r) for t, r in zip(ts, rates) if change < t <= end]
+    if len(pts) < 4:
+        return None
+    half = (change + end) / 2
+    settled = statistics.median([r for t, r in pts if t > half] or [pts[-1][1]])
+    ts_, rs = [t for t, _ in pts], [r for _, r in pts]
+    inside = [abs(m - settled) <= tol * max(settled, 1e-9) for m in rolling_mean(ts_, rs, window)]
+    return ts_, inside, settled
+
+
 def settle_time(ts: Sequence[float], rates: Sequence[float], change: float, end: float,
                 tol: float = 0.1, window: float = 3.0) -> tuple[float | None, float | None]:
     """(seconds to settle, the settled rate) after the path changed at `change`.
@@ -217,20 +232,31 @@ def settle_time(ts: Sequence[float], rates: Sequence[float], change: float, end:
     `tol` of it until `end`, for a window at least. The time counts to the end of that window, so it
     includes the window's lag: an upper bound. Infinite when it never settles;
     None when the phase holds fewer than four points."""
-    pts = [(t, r) for t, r in zip(ts, rates) if change < t <= end]
-    if len(pts) < 4:
+    band = _band(ts, rates, change, end, tol, window)
+    if band is None:
         return None, None
-    half = (change + end) / 2
-    settled = statistics.median([r for t, r in pts if t > half] or [pts[-1][1]])
-    ts_, rs = [t for t, _ in pts], [r for _, r in pts]
-    inside = [abs(m - settled) <= tol * max(settled, 1e-9) for m in rolling_mean(ts_, rs, window)]
+    ts_, inside, settled = band
     # Staying means for at least one more window: the last few points alone prove nothing.
-    for i in range(len(pts)):
+    for i in range(len(ts_)):
         if ts_[-1] - ts_[i] < window - 1e-9:
             break
         if all(inside[i:]):
             return ts_[i] - change, settled
     return math.inf, settled
+
+
+def reach_time(ts: Sequence[float], rates: Sequence[float], change: float, end: float,
+               tol: float = 0.1, window: float = 3.0) -> float | None:
+    """Seconds after `change` until the rolling mean first comes within `tol` of the rate
+    settle_time settles at, whether or not it stays: how fast a transfer answers a change,
+    where settle_time also asks how steadily it holds the new rate (a rate that swings by more
+    than `tol`, as one Reno flow's does beside others, reaches but never settles). Infinite
+    when it never comes within; None when the phase holds fewer than four points."""
+    band = _band(ts, rates, change, end, tol, window)
+    if band is None:
+        return None
+    ts_, inside, _ = band
+    return next((t - change for t, ok in zip(ts_, inside) if ok), math.inf)
 
 
 def binned_jain(ts: Sequence[float], per_stream: Sequence[Sequence[float]]) -> float | None:

@@ -37,6 +37,7 @@ METRICS = [
     ("p_events", "p (loss events)"), ("mathis_mbps", "Mathis Mb/s"),
     ("mbps_alone", "Mb/s alone"), ("mbps_beside", "Mb/s beside them"), ("mbps_after", "Mb/s after"),
     ("settle_arrive_s", "settles after arrival, s"), ("settle_leave_s", "settles after departure, s"),
+    ("reach_arrive_s", "reaches after arrival, s"), ("reach_leave_s", "reaches after departure, s"),
 ]
 PERCENT = {"effectiveness", "appropriation", "method_loss_ratio", "utilisation", "udp_loss", "jain",
            "jain_1s", "link_drop_ratio"}

@@ -29,7 +29,8 @@ CELL_COLUMNS = [
     "method_mbps", "method_bytes", "method_loss_ratio", "method_srtt_ms", "capacity_mb", "effectiveness",
     "cross_mbps", "ratio_to_cross", "appropriation", "udp_loss", "sqrt_p", "rtt_median_ms", "rtt_p99_ms", "utilisation",
     "link_drop_ratio", "jain", "jain_1s", "loss_events", "p_events", "mathis_mbps",
-    "mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s",
+    "mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s", "reach_arrive_s",
+    "reach_leave_s",
 ]
 FLOW_COLUMNS = ["experiment", *CELL_COLUMNS[:3], "role", "flow", "flow_cc", "flow_bytes", "flow_mbps",
                 "flow_retransmits", "flow_loss_ratio", *CELL_COLUMNS[3:]]
@@ -137,8 +138,10 @@ def _binned(cell: MeasuredCell, after: float) -> tuple[list[float], list[list[fl
 
 def _phases(cell: MeasuredCell, ts: list[float], total: list[float]) -> dict:
     """With competitors that arrive and leave: the method's rate alone, beside them and after
-    they left, and how long it took to settle after each change (metrics.settle_time)."""
-    keys = ("mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s")
+    they left, and how long it took to settle after each change (metrics.settle_time) and to
+    first come near its new rate (metrics.reach_time)."""
+    keys = ("mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s", "reach_arrive_s",
+            "reach_leave_s")
     if not cell.changes or not ts:
         return dict.fromkeys(keys)
     arrive, leave = cell.changes
@@ -151,7 +154,9 @@ def _phases(cell: MeasuredCell, ts: list[float], total: list[float]) -> dict:
     return {"mbps_alone": mean(ts[0] - 1e-9, arrive), "mbps_beside": mean(arrive, leave),
             "mbps_after": mean(leave, end) if leave < end else None,
             "settle_arrive_s": metrics.settle_time(ts, total, arrive, leave)[0],
-            "settle_leave_s": metrics.settle_time(ts, total, leave, end)[0] if leave < end else None}
+            "settle_leave_s": metrics.settle_time(ts, total, leave, end)[0] if leave < end else None,
+            "reach_arrive_s": metrics.reach_time(ts, total, arrive, leave),
+            "reach_leave_s": metrics.reach_time(ts, total, leave, end) if leave < end else None}
 
 
 def appropriations(rows: list[dict], baseline: str | None) -> None:

@@ -29,7 +29,7 @@ import sys
 import threading
 import subprocess
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -179,10 +179,12 @@ class _Later:
         return self._out
 
 
-def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Path, index: int) -> dict:
+def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Path, index: int,
+             seed: int) -> dict:
+    """One cell on this machine; `seed` is its draws' (Experiment.cell_seed)."""
     sc = exp.scenarios[cell.scenario]
     nm = exp.methods[cell.method]
-    p = sc.path
+    p = replace(sc.path, seed=seed)
     seconds, warmup, omit = variant.seconds, variant.warmup, variant.omit
     cross_time = warmup + omit + seconds + 1
     pairs = 2 if (sc.cross_kinds or sc.probe) else 1
@@ -192,7 +194,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
     if during:
         arrive, leave = (warmup + omit + f * seconds for f in during)
     with Dumbbell(p.forward_spec(), p.reverse_spec(), pairs=pairs, access=p.access, mtu=p.mtu, tag=f"x{index}",
-                  run_dir=raw, seeds={"link": p.seed}) as bed, contextlib.ExitStack() as later:
+                  run_dir=raw, seeds={"link": seed, "cross": seed + 1}) as bed, contextlib.ExitStack() as later:
         _host_sysctls(bed, sc)
         snd, rcv = bed.senders[0], bed.receivers[0]
         (raw / "serve-root").mkdir()
@@ -204,10 +206,10 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                 cross["sink"] = traffic.udp_sink(cr)
                 udp = sc.udp
                 if "rate" in udp:
-                    cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, rate=udp["rate"], seed=index + 1)
+                    cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, rate=udp["rate"], seed=seed + 1)
                 else:
                     cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, sine=(udp["min"], udp["max"]),
-                                                      period=udp.get("period", "10s"), seed=index + 1)
+                                                      period=udp.get("period", "10s"), seed=seed + 1)
             if sc.tcp:
                 cross["tcp-server"] = traffic.iperf3_server(cr, TCP_PORT)
                 if not during:
@@ -218,7 +220,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                 pz = sc.poisson
                 cross["poisson"] = traffic.poisson_flows(cs, cr.addr, FLOWS_PORT, pz["load"], cross_time,
                                                          mean_size=pz.get("mean_size", "100k"),
-                                                         cc=pz.get("cc", "reno"), seed=index + 1)
+                                                         cc=pz.get("cc", "reno"), seed=seed + 1)
         t0 = time.monotonic()
         if during:
             cross["tcp"] = later.enter_context(_Later(arrive, lambda: traffic.iperf3_client(
@@ -335,9 +337,9 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
         results.write_tables(exp, out)
 
     if cluster_address:
-        _on_cluster(cluster_address, exp, variant, plan, todo, out, token, keep, progress)
+        _on_cluster(cluster_address, exp, variant, plan, todo, out, token, keep, progress, meta["seed"])
     else:
-        _embedded(exp, variant, plan, todo, out, token, keep, progress)
+        _embedded(exp, variant, plan, todo, out, token, keep, progress, meta["seed"])
     results.write_tables(exp, out)
     missing = [c.id for c in plan if not (cells_dir / f"{c.id}.json").exists()]
     if missing:
@@ -347,7 +349,7 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
     return out
 
 
-def _embedded(exp, variant, plan, todo, out, token, keep, progress) -> None:
+def _embedded(exp, variant, plan, todo, out, token, keep, progress, run_seed: int) -> None:
     """The cells one after another in this process, on this machine."""
     _signalled.clear()
     preflight(exp, variant)
@@ -372,7 +374,7 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress) -> None:
                 if raw.exists():
                     shutil.rmtree(raw)  # a half-run cell from an interrupted run or a failed attempt
                 try:
-                    data = run_cell(exp, variant, cell, raw, token, plan.index(cell))
+                    data = run_cell(exp, variant, cell, raw, token, plan.index(cell), exp.cell_seed(run_seed, cell))
                     break
                 except (RunError, RuntimeError, OSError, ValueError, KeyError) as e:
                     # A signal's unwinding can surface as a tool that exited (the testbed's
@@ -392,7 +394,7 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress) -> None:
             braid.cc("uninstall")
 
 
-def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress) -> None:
+def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress, run_seed: int) -> None:
     """The cells on a Dask cluster, one per machine at a time; results land here as they come."""
     progress(f"{len(todo)} of {len(plan)} cells to measure on {address}")
     done = [0]
@@ -408,7 +410,8 @@ def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress) -
         keep(cell, result["data"], result["machine"])
 
     try:
-        cluster.run_cells(address, exp, variant, todo, plan.index, token.read_text(), arrived, progress)
+        cluster.run_cells(address, exp, variant, todo, plan.index, lambda c: exp.cell_seed(run_seed, c),
+                          token.read_text(), arrived, progress)
     except OSError as e:
         raise RunError(f"the cluster at {address}: {e}") from e
 

@@ -313,13 +313,19 @@ impl Writer<'_> {
     }
     /// Strings longer than 65535 bytes are cut at a character boundary.
     fn str(&mut self, s: &str) {
-        let mut end = s.len().min(u16::MAX as usize);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.u16(end as u16);
-        self.bytes(&s.as_bytes()[..end]);
+        let s = cut(s, u16::MAX as usize);
+        self.u16(s.len() as u16);
+        self.bytes(s.as_bytes());
     }
+}
+
+/// The first `n` bytes of `s` or fewer, cut at a character boundary.
+pub fn cut(s: &str, n: usize) -> &str {
+    let mut end = s.len().min(n);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 struct Reader<'a> {
@@ -367,6 +373,14 @@ mod tests {
     use super::*;
     use crate::message::FLAG_RESUME;
     use proptest::prelude::*;
+
+    #[test]
+    fn cut_keeps_whole_characters() {
+        assert_eq!(cut("héllo", 2), "h");
+        assert_eq!(cut("héllo", 3), "hé");
+        assert_eq!(cut("abc", 10), "abc");
+        assert_eq!(cut("", 1), "");
+    }
 
     fn bytes(m: &Message) -> Vec<u8> {
         let mut v = Vec::new();

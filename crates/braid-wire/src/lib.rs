@@ -25,7 +25,7 @@ pub mod auth;
 mod codec;
 mod message;
 
-pub use codec::{decode, encode, DecodeError, MAX_FRAME};
+pub use codec::{cut, decode, encode, DecodeError, MAX_FRAME};
 pub use message::{
     Code, FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE, MODE_DIR,
 };

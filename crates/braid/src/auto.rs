@@ -47,13 +47,7 @@
 //! 68 ms path, from 60 % of the path to a sixth in about 30 s). So while
 //! others share the path the group's rate is capped at what `--fair-share`
 //! Reno flows take at the loss rate its streams see (Mathis, with p the loss
-//! events per packet over the last 20 s), and carried on that many streams
-//! (one for one flow's share; the others leave the session and join again
-//! when the caps come off): streams that always send are hit in nearly every
-//! overflow of the queue, where a Reno flow sending in bursts is hit in
-//! some, so nine held streams saw a higher loss rate than the flows beside
-//! them, their cap fell below those flows' rate, and they drifted down to
-//! two thirds of one flow's share. Held there, k follows what the
+//! events per packet over the last 20 s). Held there, k follows what the
 //! group delivers, not the queue (others hold one too): it rises while the
 //! group moves less than the cap, since nine TCP-P streams at k = 1 move
 //! less than one Reno flow, and holds once the cap is what limits it. The
@@ -142,18 +136,6 @@ const FAIR_RETELL: f64 = 0.1;
 /// share just fell), k falls; between, the cap does the limiting and k holds.
 const REACH_SLACK: f64 = 0.15;
 
-/// Held at its share, the group carries blocks on as many streams as the
-/// flows' worth it keeps to (one for one flow's share); the rest leave the
-/// session and join again when the caps come off. Streams that always send
-/// are hit in nearly every overflow of a drop-tail queue, where a Reno flow
-/// sending its window in bursts is hit in some: nine held at k = 1 beside 5
-/// Reno flows lost more often than the flows they shared with, the cap (at
-/// their own loss rate) came out below those flows' rate, and the group
-/// drifted from 15 to 6-8 Mb/s in a minute against one Reno stream's 11.
-fn shared_streams(floor: f64, all: usize) -> usize {
-    (floor.ceil() as usize).clamp(1, all.max(1))
-}
-
 /// Whose the standing queue is, by the latest question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Queue {
@@ -205,11 +187,6 @@ pub struct Auto {
     stream_bytes: Vec<(usize, u64)>,
     delivered: VecDeque<(Duration, u64)>,
     rates: VecDeque<(Duration, f64)>,
-    /// The session's streams, how many of them carry blocks now, and
-    /// whether the session can change that (only an end that dials can).
-    all: usize,
-    carrying: usize,
-    cuts: bool,
 }
 
 impl Auto {
@@ -242,40 +219,7 @@ impl Auto {
             stream_bytes: Vec::new(),
             delivered: VecDeque::new(),
             rates: VecDeque::new(),
-            all: streams.max(1),
-            carrying: streams.max(1),
-            cuts: true,
         }
-    }
-
-    /// A group whose streams all carry blocks to the end (an end the peer
-    /// dials cannot close and open them): held at its share, it splits the
-    /// cap among them all.
-    pub fn fixed_streams(mut self) -> Self {
-        self.cuts = false;
-        self
-    }
-
-    /// How many streams carry blocks now.
-    pub fn carrying(&self) -> usize {
-        self.carrying
-    }
-
-    /// The streams the group steers from: those that carry blocks and have
-    /// an RTT, and are among the ones it carries on (a leaving stream's
-    /// view lags the session's word by a tick).
-    fn live<'a>(&self, streams: &'a [StreamView]) -> Vec<(usize, &'a braid_cc::TcpInfo)> {
-        let mut l = live(streams);
-        l.retain(|(s, _)| *s < self.carrying);
-        l
-    }
-
-    /// Carry blocks on `n` streams, if that is a change.
-    fn carry(&mut self, n: usize) -> Option<Steering> {
-        (n != self.carrying).then(|| {
-            self.carrying = n;
-            Steering::Streams(n)
-        })
     }
 
     pub fn strength(&self) -> f64 {
@@ -346,7 +290,7 @@ impl Auto {
     /// A question: every live stream capped at a share of its rate, room for
     /// others to grow into.
     fn begin_yield(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
-        let live = self.live(streams);
+        let live = live(streams);
         self.yielding = Some(elapsed + YIELD_FOR);
         self.seen.clear();
         self.paced = live.iter().map(|(s, _)| *s).collect();
@@ -397,36 +341,18 @@ impl Auto {
         }
         self.queue = answer;
         if answer == Queue::Shared {
-            let carrying = if self.cuts {
-                shared_streams(self.floor, self.all)
-            } else {
-                self.all
-            };
-            let cut = self.carry(carrying);
-            if cut.is_some() {
-                // The streams that stay start as the flows they stand for:
-                // the strength of nine on one stream would take nine
-                // flows' share up to the cap, in bursts.
-                self.k = self.floor;
-            }
-            let mut asked: Vec<Steering> = cut.into_iter().collect();
-            asked.extend(self.fair(streams, true));
-            return asked;
+            return self.fair(streams, true);
         }
         self.lift()
     }
 
-    /// Every cap comes off, the fair share's included, and every stream
-    /// carries blocks again.
+    /// Every cap comes off, the fair share's included.
     fn lift(&mut self) -> Vec<Steering> {
         self.fair_told = None;
-        let mut asked: Vec<Steering> = self
-            .paced
+        self.paced
             .drain(..)
             .map(|s| Steering::Pace(s, None))
-            .collect();
-        asked.extend(self.carry(self.all));
-        asked
+            .collect()
     }
 
     /// No queue has stood for AGAIN_AFTER while others shared the path: they
@@ -453,7 +379,6 @@ impl Auto {
     fn note_losses(&mut self, elapsed: Duration, streams: &[StreamView]) {
         let (sent, lost) = streams
             .iter()
-            .filter(|v| v.stream < self.carrying)
             .filter_map(|v| v.info.as_ref())
             .fold((0u64, 0u64), |(s, l), i| {
                 (s + i.data_segs_out as u64, l + i.total_retrans as u64)
@@ -542,7 +467,7 @@ impl Auto {
     /// otherwise come down only by halving at each of its loss events.
     /// `lift` when the streams' caps are a yield's, to come off.
     fn fair(&mut self, streams: &[StreamView], lift: bool) -> Vec<Steering> {
-        let live = self.live(streams);
+        let live = live(streams);
         let share = match (self.loss_rate(), live.first()) {
             (Some(p), Some((_, i))) => {
                 let rtt_s = median_srtt_us(&live) as f64 / 1e6;
@@ -579,7 +504,7 @@ impl Auto {
 
     /// The queue the streams see: their median sRTT above the base RTT.
     fn measure(&mut self, streams: &[StreamView]) -> Option<(u32, u32)> {
-        let live = self.live(streams);
+        let live = live(streams);
         if live.is_empty() {
             return None;
         }
@@ -1006,19 +931,11 @@ mod tests {
             asked = a.tick(t, &counting(t, 108.0));
             t += a.interval();
         }
-        // One flow's share is carried on one stream: the others leave, and
-        // their yield's caps come off.
-        assert!(asked.contains(&Steering::Streams(1)), "{asked:?}");
-        assert_eq!(a.carrying(), 1);
-        for s in 1..4 {
-            assert!(asked.contains(&Steering::Pace(s, None)), "{asked:?}");
-        }
         // Held at Mathis' rate for loss events every 2 s among 4000 packets a
-        // second (p = 1.25e-4) at 108 ms: 11.7 Mb/s, all of it on stream 0.
-        let total = match asked.iter().find(|s| matches!(s, Steering::Pace(0, _))) {
-            Some(Steering::Pace(0, Some(cap))) => *cap,
-            other => panic!("stream 0 not capped: {other:?}"),
-        };
+        // second (p = 1.25e-4) at 108 ms: 11.7 Mb/s, a quarter on each stream.
+        let held = caps(&asked);
+        assert_eq!(held.len(), 4, "{asked:?}");
+        let total: u64 = held.iter().map(|c| c.expect("a cap, not a lift")).sum();
         let mathis = mathis_bps(1448.0, 0.108, 1.25e-4, C_PERIODIC) / 8.0;
         assert!(
             (total as f64 - mathis).abs() < 0.25 * mathis,
@@ -1037,11 +954,8 @@ mod tests {
         assert_eq!(a.queue(), Queue::Unknown);
         assert!(t >= gone + AGAIN_AFTER && t < gone + AGAIN_AFTER + Duration::from_millis(300));
         assert!(!asking);
-        // (The share was retold as the loss rate moved meanwhile: stream 0's
-        // count is the one stream's now.) Every stream carries blocks again.
-        assert_eq!(caps(&lifted).last(), Some(&None));
-        assert!(lifted.ends_with(&[Steering::Streams(4)]), "{lifted:?}");
-        assert_eq!(a.carrying(), 4);
+        // (The share was retold as the loss rate fell meanwhile.)
+        assert_eq!(caps(&lifted)[caps(&lifted).len() - 4..], vec![None; 4]);
         // Its strength rose while no queue stood (the caps held it); the queue
         // it now builds is asked about at once, and found its own.
         assert_eq!(a.strength(), 4.0);
@@ -1066,39 +980,31 @@ mod tests {
             a.tick(t, &counting(t, 108.0));
             t += a.interval();
         }
+        let share = a.fair_told.expect("held at a share");
         assert_eq!(a.strength(), 1.0, "the queue brought k to its floor");
-        // The group delivers `of` the share it is held to for `secs`; k after.
+        // The group delivers `of` the share for `secs`; k after.
         let mut moved = 0.0;
         let mut deliver = |a: &mut Auto, t: &mut Duration, secs: f64, of: f64| {
             let end = *t + Duration::from_secs_f64(secs);
             while *t < end {
                 let mut v = counting(*t, 108.0);
-                v[0].bytes = moved as u64;
+                for s in &mut v {
+                    s.bytes = (moved / 4.0) as u64;
+                }
                 a.tick(*t, &v);
                 let dt = a.interval();
-                moved += of * a.fair_told.expect("held") * dt.as_secs_f64();
+                moved += of * share * dt.as_secs_f64();
                 *t += dt;
             }
             a.strength()
         };
-        // On the one stream it carries now, the loss rate is that stream's
-        // (a quarter of the packets, all of the losses): the share is
-        // retold once two loss events came, and holds from then on.
-        assert_eq!(deliver(&mut a, &mut t, 6.0, 1.0), 1.0);
-        let share = a.fair_told.expect("held at a share");
         // Half the share, though the queue stands: the strength rises.
         let short = deliver(&mut a, &mut t, 5.0, 0.5);
         assert!(short > 2.0, "k {short:.2} below its share");
         // Paced just under the cap, once the 2 s rate shows it: k holds.
         let reached = deliver(&mut a, &mut t, 2.5, 0.95);
         assert_eq!(deliver(&mut a, &mut t, 1.5, 0.95), reached);
-        // The share itself held (a question meanwhile retells it from the
-        // loss rate of the moment, within a few per cent).
-        let now = a.fair_told.expect("held");
-        assert!(
-            (now - share).abs() < FAIR_RETELL * share,
-            "{now} against {share}"
-        );
+        assert_eq!(a.fair_told, Some(share), "the share itself held");
         // Above the share (it fell; the caps catch up): k falls, not below the floor.
         let over = deliver(&mut a, &mut t, 10.0, 1.5);
         assert!(

@@ -32,12 +32,7 @@ impl Token {
     /// A fresh random token, as hex, for `braid serve` to print.
     pub fn generate() -> Result<Self> {
         let raw: [u8; 16] = random()?;
-        Ok(Token(
-            raw.iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-                .into_bytes(),
-        ))
+        Ok(Token(crate::receive::hex(&raw).into_bytes()))
     }
 
     pub fn as_str(&self) -> String {

@@ -81,6 +81,21 @@ def test_plan_is_a_seeded_shuffle():
     assert a == b and a != c and sorted(map(str, a)) == sorted(map(str, x.cells(v)))
 
 
+def test_cell_seeds_are_shared_by_methods_and_new_for_each_repetition_and_run():
+    x = parse(MINIMAL)
+    cells = x.cells(x.variant("full"))
+    seed = {c.id: x.cell_seed(7, c) for c in cells}
+    # Every method of a scenario and repetition meets the same draws ...
+    assert seed["a.single.r0"] == seed["a.reno-4.r0"] == seed["a.cubic-2.r0"]
+    # ... and each repetition, scenario and run new ones.
+    assert len({seed[f"a.single.r{r}"] for r in range(3)}) == 3
+    assert seed["a.single.r0"] != seed["b.single.r0"]
+    assert x.cell_seed(8, cells[0]) != seed[cells[0].id]
+    assert all(1 <= s < 2**31 for s in seed.values())
+    # The same run continued later draws the same.
+    assert parse(MINIMAL).cell_seed(7, cells[0]) == seed[cells[0].id]
+
+
 def test_path_specs_in_braid_link_words():
     x = experiment.load("variants", ROOT / "experiments")
     p = x.scenarios["red-10mbit"].path

@@ -144,6 +144,22 @@ def test_settle_time_is_where_the_rolling_mean_stays_within_ten_percent():
     assert metrics.settle_time(ts, rates, 28.0, 30.0) == (None, None)
 
 
+def test_reach_time_is_the_first_entry_into_the_band_settle_time_asks_to_stay_in():
+    ts = [float(t) for t in range(1, 31)]
+    rates = [100.0 if t <= 10 else max(20.0, 100.0 - 16 * (t - 10)) for t in ts]
+    # A ramp that stays once it arrives: both times are the same.
+    assert metrics.reach_time(ts, rates, 10.0, 30.0) == 7.0 == metrics.settle_time(ts, rates, 10.0, 30.0)[0]
+    # At the new rate at once, away for a while, back to stay: reached at once, settled at 11 s.
+    away = [20.0 if t <= 3 or t > 10 else 60.0 for t in ts]
+    assert metrics.reach_time(ts, away, 0.0, 30.0, window=1.0) == 1.0
+    assert metrics.settle_time(ts, away, 0.0, 30.0, window=1.0)[0] == 11.0
+    # A swing whose 3 s mean (67 or 83) is never near its median (50) never reaches; a short
+    # phase cannot tell.
+    swing = [100.0 if int(t) % 2 else 50.0 for t in ts]
+    assert metrics.reach_time(ts, swing, 0.0, 30.0, window=3.0) == math.inf
+    assert metrics.reach_time(ts, rates, 28.0, 30.0) is None
+
+
 def test_binned_jain_sees_unfairness_the_totals_hide():
     ts = [1.0, 2.0, 3.0, 4.0]
     # Two streams that take turns: equal totals, one stream per bin.

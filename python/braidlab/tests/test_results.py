@@ -184,6 +184,8 @@ def test_phases_of_competitors_that_arrive_and_leave():
     assert m["mbps_after"] == pytest.approx((48 + 9 * 80) / 10)
     # The 3 s mean is within 10 % of 16 from 15 s (13, 14, 15) and of 80 from 24 s (22, 23, 24).
     assert m["settle_arrive_s"] == pytest.approx(5.0) and m["settle_leave_s"] == pytest.approx(4.0)
+    # It stays once there, so it reaches the band when it settles in it.
+    assert m["reach_arrive_s"] == pytest.approx(5.0) and m["reach_leave_s"] == pytest.approx(4.0)
     # Streams that take turns are fair over the run and not over 1 s bins.
     assert m["jain_1s"] == pytest.approx(1.0)
     c["series"] = [[float(t), t % 2, 10.0, 50, 70.0] for t in range(1, 31)]

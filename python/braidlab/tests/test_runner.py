@@ -14,8 +14,10 @@ from braidlab.tests.test_results import cell
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     ran = []
+    seeds = {}
 
-    def run_cell(exp, variant, c, raw, token, index):
+    def run_cell(exp, variant, c, raw, token, index, seed):
+        seeds[c.id] = seed
         if len(ran) == fake.stop_after:
             raise KeyboardInterrupt
         if c.id in fake.broken:
@@ -35,6 +37,7 @@ def fake(monkeypatch, tmp_path):
     fake.stop_after = None
     fake.broken = set()
     fake.ran = ran
+    fake.seeds = seeds
     return fake
 
 
@@ -54,6 +57,9 @@ def test_an_interrupted_run_continues_where_it_stopped(fake, tmp_path):
     runner.run(exp, "full", out, progress=lambda s: None)
     planned = [f"{s}.{m}.r{r}" for s, m, r in meta["plan"]]
     assert fake.ran[:2] == first and fake.ran[2:] == [c for c in planned if c not in first]
+    # The continuation draws what the first invocation would have: the seeds come from run.json.
+    cells = {c.id: c for c in exp.cells(exp.variant("full", 2))}
+    assert fake.seeds == {i: exp.cell_seed(5, cells[i]) for i in fake.seeds} and len(fake.seeds) == 20
     rows = (out / "flows.csv").read_text().splitlines()
     assert rows[0].startswith("experiment,scenario,method,rep,role,flow")
     assert len(rows) == 1 + 20 * 2  # one method stream and one competitor per cell
@@ -105,7 +111,7 @@ def test_a_signal_during_a_cell_stops_the_run_even_when_the_cell_then_fails(fake
     # the run stops there (for a continuation), it does not try the cell again.
     tried = []
 
-    def run_cell(exp, variant, c, raw, token, index):
+    def run_cell(exp, variant, c, raw, token, index, seed):
         tried.append(c.id)
         try:
             runner._interrupt(15, None)
@@ -119,7 +125,7 @@ def test_a_signal_during_a_cell_stops_the_run_even_when_the_cell_then_fails(fake
         runner.run(exp, "quick", tmp_path / "run", progress=said.append)
     assert len(tried) == 1 and not any("attempt" in s for s in said)
     # The next run starts afresh: a failure then is a failure, each cell tried twice.
-    def failing(exp, variant, c, raw, token, index):
+    def failing(exp, variant, c, raw, token, index, seed):
         raise RuntimeError(f"bench on snd0 exited 4 in {c.id}")
 
     monkeypatch.setattr(runner, "run_cell", failing)

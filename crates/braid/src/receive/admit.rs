@@ -93,7 +93,7 @@ pub(super) fn check_paths(root: &Path, manifest: &[FileEntry]) -> Result<()> {
                 Code::BadRequest,
                 format!(
                     "refusing {}...: below {} the path would pass {} bytes",
-                    shorten(&e.path, 60),
+                    braid_wire::cut(&e.path, 60),
                     root.display(),
                     staging::PATH_MAX
                 ),
@@ -142,13 +142,4 @@ pub(super) fn free_space(path: &Path) -> Result<u64> {
         ));
     }
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
-}
-
-/// The first `n` bytes of `s` or fewer, cut at a character.
-fn shorten(s: &str, n: usize) -> &str {
-    let mut end = s.len().min(n);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
