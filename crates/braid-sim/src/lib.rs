@@ -211,9 +211,11 @@ pub enum SimSteering {
     Strength(u32),
     /// Cap flow `i`'s rate at this many payload bytes per second; `None` lifts it.
     Pace(usize, Option<u64>),
-    /// The first `n` TCP-P flows carry data; the rest leave their group (as
-    /// braid's sender closes a stream's connection), and one that comes back
-    /// is a new connection: slow start from 10 packets, no RTT yet.
+    /// The first `n` TCP-P flows carry data; the rest send nothing and are
+    /// out of their group (braid's auto moves the flows that carry to a
+    /// group of their own, since a stream that left stays a member until its
+    /// socket closes), and one that comes back is a new connection: slow
+    /// start from 10 packets, no RTT yet.
     Streams(usize),
 }
 

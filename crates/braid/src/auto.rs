@@ -170,7 +170,9 @@ pub enum Queue {
 }
 
 pub struct Auto {
+    /// The TCP-P group the streams are in, and the one they were last told.
     group: u64,
+    told_group: u64,
     k: f64,
     floor: f64,
     ceiling: f64,
@@ -223,6 +225,7 @@ impl Auto {
         let floor = fair_share.milli() as f64 / 1000.0;
         Auto {
             group,
+            told_group: group,
             k: floor,
             floor,
             ceiling: (streams as f64).max(floor),
@@ -404,10 +407,16 @@ impl Auto {
             // As the flows it stands for: that many streams, each of them
             // one Reno flow (TCP-P with k = N halves only the member that
             // lost), and nothing capped.
-            let mut asked: Vec<Steering> = self
-                .carry(shared_streams(self.floor, self.all))
-                .into_iter()
-                .collect();
+            let cut = self.carry(shared_streams(self.floor, self.all));
+            if cut.is_some() {
+                // A stream that left keeps its TCP-P membership until its
+                // socket is released, and the one that stays would grow as
+                // one of nine: those that carry move to a group of their own
+                // (the BPF side rejoins at their next ACK), and those that
+                // come back later join them there.
+                self.group = self.group.wrapping_add(1);
+            }
+            let mut asked: Vec<Steering> = cut.into_iter().collect();
             self.k = self.floor;
             self.fair_told = None;
             asked.extend(self.paced.drain(..).map(|s| Steering::Pace(s, None)));
@@ -686,8 +695,9 @@ impl Steer for Auto {
             }
             _ => self.step(queue as f64, base as f64),
         }
-        if (self.k - self.told).abs() > HYSTERESIS * self.told {
+        if (self.k - self.told).abs() > HYSTERESIS * self.told || self.group != self.told_group {
             self.told = self.k;
+            self.told_group = self.group;
             let c = self.control();
             asked.extend((0..streams.len()).map(|i| Steering::Control(i, c.clone())));
         }
@@ -1043,6 +1053,17 @@ mod tests {
             "{held:?}"
         );
         assert!(strengths(&held).iter().all(|k| *k == 1000), "{held:?}");
+        // The stream that stays moves to a TCP-P group of its own (those that
+        // left stay members of the old one until their sockets close); the
+        // streams that come back are told the same.
+        let groups: Vec<(usize, Option<u64>)> = held
+            .iter()
+            .filter_map(|s| match s {
+                Steering::Control(i, c) => Some((*i, c.settings.group_id)),
+                _ => None,
+            })
+            .collect();
+        assert!((0..4).all(|i| groups.contains(&(i, Some(2)))), "{groups:?}");
         // The others leave: no queue stands for 5 s and every stream comes back.
         let gone = t;
         let mut back = Vec::new();
