@@ -212,10 +212,10 @@ pub enum SimSteering {
     /// Cap flow `i`'s rate at this many payload bytes per second; `None` lifts it.
     Pace(usize, Option<u64>),
     /// The first `n` TCP-P flows carry data; the rest send nothing and are
-    /// out of their group (braid's auto moves the flows that carry to a
-    /// group of their own, since a stream that left stays a member until its
-    /// socket closes), and one that comes back is a new connection: slow
-    /// start from 10 packets, no RTT yet.
+    /// out of their group (in braid a stream that left stays a member until
+    /// its socket closes: a steer that sheds streams moves the ones that
+    /// carry to a group of their own), and one that comes back is a new
+    /// connection: slow start from 10 packets, no RTT yet.
     Streams(usize),
 }
 

@@ -42,27 +42,19 @@
 //! on a long path: a packet per RTT against a third of the group's window)
 //! stay small beside a strong group; the group finds the room untaken.
 //!
-//! Found sharing, the group becomes the flows it keeps to: `--fair-share`
-//! K rounded up streams carry blocks, at strength K, uncapped (one stream at
-//! k = 1, a Reno flow, for one flow's share), and the other streams leave
-//! the session; they join again as new connections when a question finds
-//! the room untaken, or when no queue has stood for 5 s (beside Reno flows
-//! one stands again within about two seconds of their losses; a single
-//! stream does not fill the path the others left). Shedding streams is also
-//! how a group that ran strong before the others came comes down at once,
-//! where nine streams would come down only by halving at each of their loss
-//! events (beside 5 Reno flows on a 68 ms path, from 60 % of the path to a
-//! sixth in about 30 s).
-//!
-//! Two ways of keeping nine streams at one flow's share were measured first.
-//! Capped at what K Reno flows take at the loss rate its streams see
-//! (Mathis, p the loss events per packet over the last 20 s), with k rising
-//! while the group moved less than the cap, the group drifted below the
-//! flows beside it (nine streams that always send are hit in nearly every
-//! overflow of the queue, where a Reno flow sending in bursts is hit in
-//! some). One stream under that cap at a high k did worse: a TCP-P group of
-//! one halves at every loss, whatever k. An end that cannot close and open
-//! streams (one the peer dials) still runs the capped design.
+//! Found sharing, a group that ran strong before the others came would come
+//! down only by halving at each of its loss events (beside 5 Reno flows on a
+//! 68 ms path, from 60 % of the path to a sixth in about 30 s). So while
+//! others share the path the group's rate is capped at what `--fair-share`
+//! Reno flows take at the loss rate its streams see (Mathis, with p the loss
+//! events per packet over the last 20 s). Held there, k follows what the
+//! group delivers, not the queue (others hold one too): it rises while the
+//! group moves less than the cap, since nine TCP-P streams at k = 1 move
+//! less than one Reno flow, and holds once the cap is what limits it. The
+//! cap comes off when a question finds the room untaken, or when no queue
+//! has stood for 5 s (a capped group builds none to ask about once the
+//! others leave; beside Reno flows one stands again within about two
+//! seconds of their losses).
 //!
 //! A drain probe (caps that leave the path nearly idle for a few RTTs, as
 //! BBR drains to see the propagation delay) was measured first and dropped:
@@ -144,20 +136,6 @@ const FAIR_RETELL: f64 = 0.1;
 /// share just fell), k falls; between, the cap does the limiting and k holds.
 const REACH_SLACK: f64 = 0.15;
 
-/// While others share the path, a group that can close and open streams
-/// runs as the flows it keeps to: ceil(K) streams at k = K (one Reno flow
-/// for one flow's share), the others out of the session until it finds the
-/// room its own again. A group of nine held at one flow's rate by a cap
-/// drifted below that flow's rate beside 5 Reno flows (15 down to 6-8 Mb/s
-/// in a minute, against one Reno stream's 11); one stream at a high k under
-/// the same cap halved at every loss event (TCP-P halves the member that
-/// lost, and a group of one is that member), swung under the cap and moved
-/// 0.62 of one Reno stream's rate. One uncapped stream at k = 1 is exactly
-/// the flow it stands for.
-fn shared_streams(floor: f64, all: usize) -> usize {
-    (floor.ceil() as usize).clamp(1, all.max(1))
-}
-
 /// Whose the standing queue is, by the latest question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Queue {
@@ -170,9 +148,7 @@ pub enum Queue {
 }
 
 pub struct Auto {
-    /// The TCP-P group the streams are in, and the one they were last told.
     group: u64,
-    told_group: u64,
     k: f64,
     floor: f64,
     ceiling: f64,
@@ -211,11 +187,6 @@ pub struct Auto {
     stream_bytes: Vec<(usize, u64)>,
     delivered: VecDeque<(Duration, u64)>,
     rates: VecDeque<(Duration, f64)>,
-    /// The session's streams, how many of them carry blocks now, and
-    /// whether the session can change that (only an end that dials can).
-    all: usize,
-    carrying: usize,
-    cuts: bool,
 }
 
 impl Auto {
@@ -225,7 +196,6 @@ impl Auto {
         let floor = fair_share.milli() as f64 / 1000.0;
         Auto {
             group,
-            told_group: group,
             k: floor,
             floor,
             ceiling: (streams as f64).max(floor),
@@ -249,40 +219,7 @@ impl Auto {
             stream_bytes: Vec::new(),
             delivered: VecDeque::new(),
             rates: VecDeque::new(),
-            all: streams.max(1),
-            carrying: streams.max(1),
-            cuts: true,
         }
-    }
-
-    /// A group whose streams all carry blocks to the end (an end the peer
-    /// dials cannot close and open them): held at its share, it splits the
-    /// cap among them all.
-    pub fn fixed_streams(mut self) -> Self {
-        self.cuts = false;
-        self
-    }
-
-    /// How many streams carry blocks now.
-    pub fn carrying(&self) -> usize {
-        self.carrying
-    }
-
-    /// The streams the group steers from: those that carry blocks and have
-    /// an RTT, and are among the ones it carries on (a leaving stream's
-    /// view lags the session's word by a tick).
-    fn live<'a>(&self, streams: &'a [StreamView]) -> Vec<(usize, &'a braid_cc::TcpInfo)> {
-        let mut l = live(streams);
-        l.retain(|(s, _)| *s < self.carrying);
-        l
-    }
-
-    /// Carry blocks on `n` streams, if that is a change.
-    fn carry(&mut self, n: usize) -> Option<Steering> {
-        (n != self.carrying).then(|| {
-            self.carrying = n;
-            Steering::Streams(n)
-        })
     }
 
     pub fn strength(&self) -> f64 {
@@ -353,7 +290,7 @@ impl Auto {
     /// A question: every live stream capped at a share of its rate, room for
     /// others to grow into.
     fn begin_yield(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
-        let live = self.live(streams);
+        let live = live(streams);
         self.yielding = Some(elapsed + YIELD_FOR);
         self.seen.clear();
         self.paced = live.iter().map(|(s, _)| *s).collect();
@@ -403,42 +340,19 @@ impl Auto {
             self.next_ask = elapsed + self.shared_gap;
         }
         self.queue = answer;
-        if answer == Queue::Shared && self.cuts {
-            // As the flows it stands for: that many streams, each of them
-            // one Reno flow (TCP-P with k = N halves only the member that
-            // lost), and nothing capped.
-            let cut = self.carry(shared_streams(self.floor, self.all));
-            if cut.is_some() {
-                // A stream that left keeps its TCP-P membership until its
-                // socket is released, and the one that stays would grow as
-                // one of nine: those that carry move to a group of their own
-                // (the BPF side rejoins at their next ACK), and those that
-                // come back later join them there.
-                self.group = self.group.wrapping_add(1);
-            }
-            let mut asked: Vec<Steering> = cut.into_iter().collect();
-            self.k = self.floor;
-            self.fair_told = None;
-            asked.extend(self.paced.drain(..).map(|s| Steering::Pace(s, None)));
-            return asked;
-        }
         if answer == Queue::Shared {
             return self.fair(streams, true);
         }
         self.lift()
     }
 
-    /// Every cap comes off, the fair share's included, and every stream
-    /// carries blocks again.
+    /// Every cap comes off, the fair share's included.
     fn lift(&mut self) -> Vec<Steering> {
         self.fair_told = None;
-        let mut asked: Vec<Steering> = self
-            .paced
+        self.paced
             .drain(..)
             .map(|s| Steering::Pace(s, None))
-            .collect();
-        asked.extend(self.carry(self.all));
-        asked
+            .collect()
     }
 
     /// No queue has stood for AGAIN_AFTER while others shared the path: they
@@ -465,7 +379,6 @@ impl Auto {
     fn note_losses(&mut self, elapsed: Duration, streams: &[StreamView]) {
         let (sent, lost) = streams
             .iter()
-            .filter(|v| v.stream < self.carrying)
             .filter_map(|v| v.info.as_ref())
             .fold((0u64, 0u64), |(s, l), i| {
                 (s + i.data_segs_out as u64, l + i.total_retrans as u64)
@@ -554,7 +467,7 @@ impl Auto {
     /// otherwise come down only by halving at each of its loss events.
     /// `lift` when the streams' caps are a yield's, to come off.
     fn fair(&mut self, streams: &[StreamView], lift: bool) -> Vec<Steering> {
-        let live = self.live(streams);
+        let live = live(streams);
         let share = match (self.loss_rate(), live.first()) {
             (Some(p), Some((_, i))) => {
                 let rtt_s = median_srtt_us(&live) as f64 / 1e6;
@@ -591,7 +504,7 @@ impl Auto {
 
     /// The queue the streams see: their median sRTT above the base RTT.
     fn measure(&mut self, streams: &[StreamView]) -> Option<(u32, u32)> {
-        let live = self.live(streams);
+        let live = live(streams);
         if live.is_empty() {
             return None;
         }
@@ -677,14 +590,12 @@ impl Steer for Auto {
         if (standing || self.confirming) && elapsed >= self.next_ask {
             return self.begin_yield(elapsed, streams);
         }
-        let mut asked = if self.queue == Queue::Shared && !self.cuts {
+        let mut asked = if self.queue == Queue::Shared {
             self.fair(streams, false)
         } else {
             Vec::new()
         };
         match (self.queue, self.fair_told) {
-            // Running as the flows it stands for: k is theirs.
-            (Queue::Shared, _) if self.cuts => {}
             // Held at a share: the queue is the others' too and says nothing
             // of whether the group reaches its share; its delivery does (none
             // yet after a question: k holds).
@@ -695,9 +606,8 @@ impl Steer for Auto {
             }
             _ => self.step(queue as f64, base as f64),
         }
-        if (self.k - self.told).abs() > HYSTERESIS * self.told || self.group != self.told_group {
+        if (self.k - self.told).abs() > HYSTERESIS * self.told {
             self.told = self.k;
-            self.told_group = self.group;
             let c = self.control();
             asked.extend((0..streams.len()).map(|i| Steering::Control(i, c.clone())));
         }
@@ -1012,79 +922,9 @@ mod tests {
         assert_eq!(a.loss_rate(), Some(2.0 / 8000.0));
     }
 
-    /// From `t`, the group builds a queue that nobody else takes when it
-    /// yields: it asks at once, and finds the queue its own.
-    fn builds_a_queue_and_finds_it_its_own(a: &mut Auto, t: Duration) {
-        let asked = run(a, t, 12.0, |_, y| if y { 69.0 } else { 108.0 });
-        assert_eq!(yields(&asked), 1);
-        assert_eq!(a.queue(), Queue::Own);
-    }
-
     #[test]
-    fn found_sharing_the_group_runs_as_one_reno_flow_until_the_room_is_its_own() {
+    fn found_sharing_the_group_is_held_to_one_reno_flows_rate_until_the_room_is_its_own() {
         let mut a = asks_at_5(1, 4, Strength::ONE);
-        let mut t = Duration::ZERO;
-        let mut asked = Vec::new();
-        while a.queue() != Queue::Shared {
-            asked = a.tick(t, &counting(t, 108.0));
-            t += a.interval();
-        }
-        // One flow's share on one stream at k = 1: the others leave, and the
-        // yield's caps come off, stream 0's too.
-        assert!(asked.contains(&Steering::Streams(1)), "{asked:?}");
-        assert_eq!(a.carrying(), 1);
-        for s in 0..4 {
-            assert!(asked.contains(&Steering::Pace(s, None)), "{asked:?}");
-        }
-        assert_eq!(a.strength(), 1.0);
-        // While the others are there: nothing capped, k stays at 1, and the
-        // next question (10 s on) asks the one stream alone and frees it.
-        let held = run(&mut a, t, 16.0, |_, _| 108.0);
-        t += Duration::from_secs(16);
-        assert_eq!(a.queue(), Queue::Shared);
-        assert_eq!(a.carrying(), 1);
-        assert_eq!(a.strength(), 1.0);
-        assert_eq!(yields(&held), 1, "{held:?}");
-        assert!(held.ends_with(&[Steering::Pace(0, None)]), "{held:?}");
-        assert!(
-            !held
-                .iter()
-                .any(|s| matches!(s, Steering::Pace(i, Some(_)) if *i > 0)),
-            "{held:?}"
-        );
-        assert!(strengths(&held).iter().all(|k| *k == 1000), "{held:?}");
-        // The stream that stays moves to a TCP-P group of its own (those that
-        // left stay members of the old one until their sockets close); the
-        // streams that come back are told the same.
-        let groups: Vec<(usize, Option<u64>)> = held
-            .iter()
-            .filter_map(|s| match s {
-                Steering::Control(i, c) => Some((*i, c.settings.group_id)),
-                _ => None,
-            })
-            .collect();
-        assert!((0..4).all(|i| groups.contains(&(i, Some(2)))), "{groups:?}");
-        // The others leave: no queue stands for 5 s and every stream comes back.
-        let gone = t;
-        let mut back = Vec::new();
-        while a.queue() == Queue::Shared && t < gone + Duration::from_secs(10) {
-            back.extend(a.tick(t, &counting(t, 69.0)));
-            t += a.interval();
-        }
-        assert_eq!(a.queue(), Queue::Unknown);
-        assert!(t >= gone + AGAIN_AFTER && t < gone + AGAIN_AFTER + Duration::from_millis(300));
-        assert!(back.ends_with(&[Steering::Streams(4)]), "{back:?}");
-        assert_eq!(a.carrying(), 4);
-        // With no queue k rises toward the stream count; the queue the group
-        // then builds is asked about at once, and found its own.
-        run(&mut a, t, 4.0, |_, _| 69.0);
-        assert_eq!(a.strength(), 4.0);
-        builds_a_queue_and_finds_it_its_own(&mut a, t + Duration::from_secs(4));
-    }
-
-    #[test]
-    fn found_sharing_a_group_that_keeps_its_streams_is_held_to_one_reno_flows_rate() {
-        let mut a = asks_at_5(1, 4, Strength::ONE).fixed_streams();
         let mut t = Duration::ZERO;
         let mut asked = Vec::new();
         while a.queue() != Queue::Shared {
@@ -1121,13 +961,20 @@ mod tests {
         assert_eq!(a.strength(), 4.0);
         let asked = run(&mut a, t, 4.0, |_, _| 69.0);
         assert_eq!(yields(&asked), 0);
-        builds_a_queue_and_finds_it_its_own(&mut a, t + Duration::from_secs(4));
+        let asked = run(&mut a, t + Duration::from_secs(4), 12.0, |_, y| {
+            if y {
+                69.0
+            } else {
+                108.0
+            }
+        });
+        assert_eq!(yields(&asked), 1);
+        assert_eq!(a.queue(), Queue::Own);
     }
 
     #[test]
-    fn a_group_that_keeps_its_streams_held_at_its_share_k_rises_until_the_group_reaches_it_and_holds_there(
-    ) {
-        let mut a = asks_at_5(1, 4, Strength::ONE).fixed_streams();
+    fn held_at_its_share_k_rises_until_the_group_reaches_it_and_holds_there() {
+        let mut a = asks_at_5(1, 4, Strength::ONE);
         let mut t = Duration::ZERO;
         while a.queue() != Queue::Shared {
             a.tick(t, &counting(t, 108.0));

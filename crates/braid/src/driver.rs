@@ -92,18 +92,14 @@ fn initial_streams(p: &SessionParams, dials: bool) -> usize {
 }
 
 /// The steer of `--mode auto` or `--mode falcon` for the sending end. Falcon
-/// changes how many streams run, so only a dialling end can follow it; auto
-/// runs on an accepting end with all its streams.
+/// changes how many streams run, so only a dialling end can follow it.
 pub fn own_steer(p: &SessionParams, group: u64, dials: bool) -> Option<Box<dyn Steer>> {
     match p.mode {
-        Mode::Auto => {
-            let auto = Auto::new(
-                group,
-                p.streams as usize,
-                Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE),
-            );
-            Some(Box::new(if dials { auto } else { auto.fixed_streams() }))
-        }
+        Mode::Auto => Some(Box::new(Auto::new(
+            group,
+            p.streams as usize,
+            Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE),
+        ))),
         Mode::Falcon if dials => Some(Box::new(Falcon::new(
             plan::initial_streams(p),
             p.streams as usize,
