@@ -20,6 +20,7 @@ before and after, and tear everything down.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -185,6 +186,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
     sc = exp.scenarios[cell.scenario]
     nm = exp.methods[cell.method]
     p = replace(sc.path, seed=seed)
+    cross_seed = seed + 1
     seconds, warmup, omit = variant.seconds, variant.warmup, variant.omit
     cross_time = warmup + omit + seconds + 1
     pairs = 2 if (sc.cross_kinds or sc.probe) else 1
@@ -194,7 +196,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
     if during:
         arrive, leave = (warmup + omit + f * seconds for f in during)
     with Dumbbell(p.forward_spec(), p.reverse_spec(), pairs=pairs, access=p.access, mtu=p.mtu, tag=f"x{index}",
-                  run_dir=raw, seeds={"link": seed, "cross": seed + 1}) as bed, contextlib.ExitStack() as later:
+                  run_dir=raw, seeds={"link": seed, "cross": cross_seed}) as bed, contextlib.ExitStack() as later:
         _host_sysctls(bed, sc)
         snd, rcv = bed.senders[0], bed.receivers[0]
         (raw / "serve-root").mkdir()
@@ -206,10 +208,10 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                 cross["sink"] = traffic.udp_sink(cr)
                 udp = sc.udp
                 if "rate" in udp:
-                    cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, rate=udp["rate"], seed=seed + 1)
+                    cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, rate=udp["rate"], seed=cross_seed)
                 else:
                     cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, sine=(udp["min"], udp["max"]),
-                                                      period=udp.get("period", "10s"), seed=seed + 1)
+                                                      period=udp.get("period", "10s"), seed=cross_seed)
             if sc.tcp:
                 cross["tcp-server"] = traffic.iperf3_server(cr, TCP_PORT)
                 if not during:
@@ -220,7 +222,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                 pz = sc.poisson
                 cross["poisson"] = traffic.poisson_flows(cs, cr.addr, FLOWS_PORT, pz["load"], cross_time,
                                                          mean_size=pz.get("mean_size", "100k"),
-                                                         cc=pz.get("cc", "reno"), seed=seed + 1)
+                                                         cc=pz.get("cc", "reno"), seed=cross_seed)
         t0 = time.monotonic()
         if during:
             cross["tcp"] = later.enter_context(_Later(arrive, lambda: traffic.iperf3_client(
@@ -336,10 +338,12 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
         progress("    " + results.one_line(record))
         results.write_tables(exp, out)
 
+    # From run.json's seed, so a continued run draws what its first invocation would have.
+    seed_of = functools.partial(exp.cell_seed, meta["seed"])
     if cluster_address:
-        _on_cluster(cluster_address, exp, variant, plan, todo, out, token, keep, progress, meta["seed"])
+        _on_cluster(cluster_address, exp, variant, plan, todo, out, token, keep, progress, seed_of)
     else:
-        _embedded(exp, variant, plan, todo, out, token, keep, progress, meta["seed"])
+        _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of)
     results.write_tables(exp, out)
     missing = [c.id for c in plan if not (cells_dir / f"{c.id}.json").exists()]
     if missing:
@@ -349,7 +353,7 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
     return out
 
 
-def _embedded(exp, variant, plan, todo, out, token, keep, progress, run_seed: int) -> None:
+def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> None:
     """The cells one after another in this process, on this machine."""
     _signalled.clear()
     preflight(exp, variant)
@@ -374,7 +378,7 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, run_seed: in
                 if raw.exists():
                     shutil.rmtree(raw)  # a half-run cell from an interrupted run or a failed attempt
                 try:
-                    data = run_cell(exp, variant, cell, raw, token, plan.index(cell), exp.cell_seed(run_seed, cell))
+                    data = run_cell(exp, variant, cell, raw, token, plan.index(cell), seed_of(cell))
                     break
                 except (RunError, RuntimeError, OSError, ValueError, KeyError) as e:
                     # A signal's unwinding can surface as a tool that exited (the testbed's
@@ -394,7 +398,7 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, run_seed: in
             braid.cc("uninstall")
 
 
-def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress, run_seed: int) -> None:
+def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress, seed_of) -> None:
     """The cells on a Dask cluster, one per machine at a time; results land here as they come."""
     progress(f"{len(todo)} of {len(plan)} cells to measure on {address}")
     done = [0]
@@ -410,8 +414,7 @@ def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress, r
         keep(cell, result["data"], result["machine"])
 
     try:
-        cluster.run_cells(address, exp, variant, todo, plan.index, lambda c: exp.cell_seed(run_seed, c),
-                          token.read_text(), arrived, progress)
+        cluster.run_cells(address, exp, variant, todo, plan.index, seed_of, token.read_text(), arrived, progress)
     except OSError as e:
         raise RunError(f"the cluster at {address}: {e}") from e
 

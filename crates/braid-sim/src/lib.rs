@@ -212,10 +212,10 @@ pub enum SimSteering {
     /// Cap flow `i`'s rate at this many payload bytes per second; `None` lifts it.
     Pace(usize, Option<u64>),
     /// The first `n` TCP-P flows carry data; the rest send nothing and are
-    /// out of their group (in braid a stream that left stays a member until
-    /// its socket closes: a steer that sheds streams moves the ones that
-    /// carry to a group of their own), and one that comes back is a new
-    /// connection: slow start from 10 packets, no RTT yet.
+    /// out of their group at once (in braid a stream that left stays a
+    /// member while its socket is open, which bench keeps until the session
+    /// ends), and one that comes back is a new connection: slow start from
+    /// 10 packets, no RTT yet.
     Streams(usize),
 }
 
@@ -396,17 +396,15 @@ impl Run {
             return;
         }
         let group = &mut self.groups[g];
+        s.outstanding.clear();
+        s.recovery_until = None;
         if !carrying {
             group.members = group.members.saturating_sub(1);
-            s.outstanding.clear();
-            s.recovery_until = None;
             return;
         }
         group.members += 1;
         s.seen_epoch = group.epoch;
         s.win = Window::new(s.spec.arith, 10, u32::MAX, now / 1000);
-        s.outstanding.clear();
-        s.recovery_until = None;
         s.srtt_ns = 0;
         s.min_srtt_ns = 0;
         s.last_ack_ns = now;
