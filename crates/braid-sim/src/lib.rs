@@ -213,9 +213,9 @@ pub enum SimSteering {
     Pace(usize, Option<u64>),
     /// The first `n` TCP-P flows carry data; the rest send nothing and are
     /// out of their group at once (in braid a stream that left stays a
-    /// member while its socket is open, which bench keeps until the session
-    /// ends), and one that comes back is a new connection: slow start from
-    /// 10 packets, no RTT yet.
+    /// member until its connection has closed at both ends, a round trip or
+    /// so later), and one that comes back is a new connection: slow start
+    /// from 10 packets, no RTT yet.
     Streams(usize),
 }
 

@@ -56,8 +56,15 @@ pub fn send(
     let Conn { r: _r, mut w } = conn;
     let buf = vec![0u8; CHUNK];
     let mut n = 0;
-    // `keep` turns false when a steer lets this stream go: it ends as at the deadline.
-    'run: while Instant::now() < deadline && keep() {
+    // `keep` turns false when a steer lets this stream go: it ends as at the
+    // deadline, and its connection is let go at once (at the deadline the
+    // socket stays for the summary's count of the tail's retransmits).
+    let mut left = false;
+    'run: while Instant::now() < deadline {
+        if !keep() {
+            left = true;
+            break;
+        }
         if let Some(p) = pacer {
             p.wait(CHUNK);
         }
@@ -88,6 +95,9 @@ pub fn send(
         }
     }
     let _ = w.stream().shutdown(Shutdown::Write);
+    if left {
+        tel.release(stream);
+    }
     n
 }
 
@@ -125,6 +135,9 @@ pub fn receive(
     if cancel.is_cancelled() || over.is_cancelled() {
         crate::conn::reset(r.stream());
     }
+    // Closed now, so the sender sees its stream's end (a stream that left
+    // would otherwise stay open until the session's end).
+    tel.release(stream);
     n
 }
 

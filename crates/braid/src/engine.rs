@@ -431,8 +431,12 @@ impl Streams<'_> {
 pub fn send_work(shared: &Arc<SendShared>) -> impl Fn(usize, Conn) -> StreamEnd + Sync + '_ {
     move |i, conn| {
         let gen = shared.take_over(i);
+        let finished = send::worker(i, gen, conn, Arc::clone(shared));
+        // The connection is done with, whatever comes next: closed, so the
+        // peer sees its end (see Telemetry::release).
+        shared.tel.release(i);
         // A stream that detached, or died while leaving, is not dialled again.
-        if send::worker(i, gen, conn, Arc::clone(shared)) || !shared.redial(i) {
+        if finished || !shared.redial(i) {
             StreamEnd::Finished
         } else {
             StreamEnd::Lost("the connection ended".into())
@@ -445,13 +449,17 @@ pub fn receive_work<'a>(
     shared: &'a RecvShared,
     ctrl: &'a Mutex<FrameWriter>,
 ) -> impl Fn(usize, Conn) -> StreamEnd + Sync + 'a {
-    move |i, conn| match receive::worker(i, conn, shared) {
-        Ended::Detached => StreamEnd::Finished,
-        Ended::Lost(e) => StreamEnd::Lost(e.to_string()),
-        Ended::Fatal(e) => {
-            // The sender hears why on the control connection, then everything stops.
-            ctrl.lock().unwrap().send_error(&e);
-            StreamEnd::Fatal(e)
+    move |i, conn| {
+        let ended = receive::worker(i, conn, shared);
+        shared.tel.release(i);
+        match ended {
+            Ended::Detached => StreamEnd::Finished,
+            Ended::Lost(e) => StreamEnd::Lost(e.to_string()),
+            Ended::Fatal(e) => {
+                // The sender hears why on the control connection, then everything stops.
+                ctrl.lock().unwrap().send_error(&e);
+                StreamEnd::Fatal(e)
+            }
         }
     }
 }

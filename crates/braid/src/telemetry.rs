@@ -36,6 +36,8 @@ struct Slot {
     retired_retrans: u64,
     retired_segs: u64,
     last: TcpInfo,
+    /// `last` is of a connection let go, its counts already in `retired_*`.
+    last_retired: bool,
     connections: u32,
 }
 
@@ -46,6 +48,20 @@ impl Slot {
             let info = braid_cc::tcp_info(old.as_fd()).unwrap_or(self.last);
             self.retired_retrans += info.total_retrans as u64;
             self.retired_segs += info.data_segs_out as u64;
+            self.last = info;
+            self.last_retired = true;
+        }
+    }
+
+    /// Retransmits and segments over every connection the stream had.
+    fn totals(&self, info: &TcpInfo) -> (u64, u64) {
+        if self.socket.is_none() && self.last_retired {
+            (self.retired_retrans, self.retired_segs)
+        } else {
+            (
+                self.retired_retrans + info.total_retrans as u64,
+                self.retired_segs + info.data_segs_out as u64,
+            )
         }
     }
 }
@@ -125,7 +141,19 @@ impl Telemetry {
         s.cc = braid_cc::congestion_control(socket.as_fd()).unwrap_or_default();
         s.socket = socket.try_clone().ok();
         s.last = TcpInfo::default();
+        s.last_retired = false;
         s.connections += 1;
+    }
+
+    /// Lets go of stream `stream`'s connection when the stream is done with
+    /// it (it left the session, or the connection ended), keeping its counts.
+    /// Held here, the socket would outlive the stream's own handles: the
+    /// connection would not close, the peer would see no end, and a socket
+    /// of a TCP-P group would stay a member of it until the session ended.
+    pub fn release(&self, stream: usize) {
+        if let Some(s) = self.slots.lock().unwrap().get_mut(stream) {
+            s.retire();
+        }
     }
 
     /// Runs `f` on stream `stream`'s current connection, if it has one, and
@@ -285,17 +313,20 @@ impl Telemetry {
             .iter()
             .zip(slots.iter())
             .enumerate()
-            .map(|(i, ((b, info), s))| StreamSummary {
-                stream: i,
-                cc: s.cc.clone(),
-                bytes: *b,
-                mbps: mbps(*b, seconds),
-                retransmits: s.retired_retrans + info.total_retrans as u64,
-                data_segs_out: s.retired_segs + info.data_segs_out as u64,
-                connections: s.connections,
-                cwnd: info.cwnd,
-                srtt_us: info.srtt_us,
-                min_rtt_us: info.min_rtt_us,
+            .map(|(i, ((b, info), s))| {
+                let (retransmits, data_segs_out) = s.totals(info);
+                StreamSummary {
+                    stream: i,
+                    cc: s.cc.clone(),
+                    bytes: *b,
+                    mbps: mbps(*b, seconds),
+                    retransmits,
+                    data_segs_out,
+                    connections: s.connections,
+                    cwnd: info.cwnd,
+                    srtt_us: info.srtt_us,
+                    min_rtt_us: info.min_rtt_us,
+                }
             })
             .collect();
         let bytes = streams.iter().map(|s| s.bytes).sum();
@@ -418,5 +449,35 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&crate::records::line(&s)).unwrap();
         assert_eq!(v["type"], "summary");
         assert_eq!(v["version"], 1);
+    }
+
+    #[test]
+    fn a_released_connection_closes_and_its_counts_are_kept_once() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut ours = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut theirs, _) = l.accept().unwrap();
+        let t = Telemetry::new(1, Output::Quiet);
+        t.set_socket(0, &ours);
+        ours.write_all(&[7; 5000]).unwrap();
+        let mut got = vec![0; 5000];
+        theirs.read_exact(&mut got).unwrap();
+        drop(ours);
+        t.release(0);
+        // Telemetry held the last handle: the peer sees the end now.
+        theirs
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(theirs.read(&mut got).unwrap(), 0, "the connection closed");
+        assert!(t.views()[0].1.is_none(), "no connection is sampled");
+        let s = t.finish("bench", "sender", "parallel".into());
+        let segs = s.streams[0].data_segs_out;
+        assert!(
+            segs >= 1,
+            "the released connection's segments count: {segs}"
+        );
+        // Released again, or sampled again, nothing is counted twice.
+        t.release(0);
+        assert_eq!(t.finish("bench", "sender", "p".into()).data_segs_out, segs);
     }
 }

@@ -899,6 +899,48 @@ fn streams_join_and_leave_a_running_send_and_a_live_socket_changes_its_control()
             first[i].bytes, end[i].bytes,
             "stream {i} carried after it left"
         );
+        // Both ends let its connection go: the sender's closes only once the
+        // receiver's has (see send::worker), and a socket left open would
+        // keep a TCP-P stream a member of its group.
+        assert!(
+            end[i].info.is_none(),
+            "stream {i}'s connection is still open after it left"
+        );
     }
     assert!(end[0].bytes > first[0].bytes, "stream 0 carried on");
+}
+
+#[test]
+fn a_bench_stream_that_leaves_lets_its_connection_go_and_both_ends_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    let ms = Duration::from_millis;
+    let seen: Ticks = Arc::default();
+    let steer = Recorder {
+        script: Script::new(vec![(ms(300), Steering::Streams(1))], ms(50)),
+        seen: Arc::clone(&seen),
+    };
+    let mut p = params(Kind::Bench, 3);
+    p.duration_ms = 1500;
+    let mut cfg = config(&addr, p, TOKEN);
+    cfg.limit_bps = Some(200_000_000);
+    cfg.steer = Some(Arc::new(Mutex::new(steer)));
+    let s = client::bench(&cfg).unwrap();
+    assert_eq!(s.peer_bytes, Some(s.bytes), "{s:?}");
+    let seen = seen.lock().unwrap();
+    let end = &seen.last().expect("the steer was asked").1;
+    assert!(end[0].info.is_some(), "stream 0 carries on: {end:?}");
+    for v in &end[1..] {
+        assert!(
+            v.info.is_none() && !v.wanted,
+            "stream {} left: {v:?}",
+            v.stream
+        );
+    }
+    for st in &s.streams[1..] {
+        assert!(
+            st.data_segs_out > 0,
+            "a left stream's count is kept: {st:?}"
+        );
+    }
 }
