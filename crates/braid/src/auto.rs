@@ -17,7 +17,8 @@
 //! sockets). Flows that back off also grow back (Reno by a packet per RTT
 //! each) and take the room the group leaves, so a queue stands again for
 //! much of the yield's second half (more than a quarter of its ticks: not
-//! one reading, as others' synchronised losses empty the queue for a while);
+//! one reading, as others' synchronised losses empty the queue for a while;
+//! the yield ends as soon as that many have seen one);
 //! traffic that does not back off does not grow either, and the queue is
 //! gone but for a stiff source's swings. A room found taken when the queue
 //! was not known to be shared is asked about once more, 2.5 s later, before
@@ -34,10 +35,15 @@
 //! runs strong (beside a group of strength 9, 5 Reno flows hold a third of
 //! the path and cannot grow, and the queue does not tell them from a stiff
 //! source). Between questions, a fall of the group's delivery that lasts
-//! (the best of its 2 s rates over the last 8 s under three quarters of the
-//! best over the 22 s before) asks at once: newcomers beside a strong group
-//! hold a share and the group's delivery stays down, where a stiff source's
-//! swings of 10 s or less leave some 2 s in every 8 s at the group's best.
+//! (the best of its 2 s rates over the last few seconds under three
+//! quarters of the best over the 22 s before) asks at once: newcomers beside
+//! a strong group hold a share and the group's delivery stays down, where a
+//! stiff source's swings come back up. How long a fall must last the path's
+//! own past says: 3 s where the group's rate held steady, the longest low
+//! spell seen plus 2 s (at most 8 s) beside a source that swings. A question
+//! a fall asked takes a first "taken" as the answer, and the share it holds
+//! the group to comes from the losses since the fall began, not from the
+//! idle path's before it.
 //! Flows that grow slower than the yield gives room (one Reno flow
 //! on a long path: a packet per RTT against a third of the group's window)
 //! stay small beside a strong group; the group finds the room untaken.
@@ -114,13 +120,27 @@ const CONFIRM_AFTER: Duration = Duration::from_millis(2500);
 /// lasts brings the next question forward: newcomers that back off, beside a
 /// group running strong, hold a share of the path and stay small, and the
 /// group's delivery stays down. The best of its rates over RATE_SPAN in the
-/// last FALL_RECENT below FALL_SHARE of the best in the FALL_BEFORE before
-/// that is such a fall; a stiff source's swings (10 s and shorter) do not
-/// lower the best over 8 s. Rates whose span meets a yield do not count.
+/// last `hold` below FALL_SHARE of the best in the FALL_BEFORE before that is
+/// such a fall. How long is long enough the path's own past says: `hold` is
+/// the longest spell of low rates (below FALL_SHARE of the best) that ended
+/// in the rates noted, plus FALL_MARGIN, within FALL_HOLD_MIN..FALL_RECENT.
+/// A path whose rate held steady over STEADY_FOR of clean rates is asked
+/// about after 3 s of a fall (5 Reno flows arriving beside a strong group
+/// cut its rate by a third at once); beside a stiff source that swings (UDP
+/// 50-80 Mb/s, a low spell of some 6 s in every 11) the group waits out its
+/// swings, and until its rates have told it, waits FALL_RECENT, which no
+/// swing of 10 s or shorter outlasts. Rates whose span meets a yield do not
+/// count.
 const RATE_SPAN: Duration = Duration::from_secs(2);
 const FALL_RECENT: Duration = Duration::from_secs(8);
+const FALL_HOLD_MIN: Duration = Duration::from_secs(3);
+const FALL_MARGIN: Duration = Duration::from_secs(2);
+const STEADY_FOR: Duration = Duration::from_secs(15);
 const FALL_BEFORE: Duration = Duration::from_secs(22);
 const FALL_SHARE: f64 = 0.75;
+/// Clean rates further apart than this (a yield between them) do not make
+/// one spell.
+const RATE_GAP: Duration = Duration::from_secs(1);
 /// While others share the path, the group's rate is capped at what `floor`
 /// Reno flows take at the rate of loss events its streams saw over this long
 /// (Mathis), once they saw this many; the caps are retold when the share
@@ -174,6 +194,9 @@ pub struct Auto {
     losing: bool,
     /// Since when no queue has stood.
     clear_since: Option<Duration>,
+    /// Since when the group's delivery has been down, if a fall asked the
+    /// last question: the newcomers' loss rate is that since then.
+    fell_since: Option<Duration>,
     /// The fair share the streams' caps were last set from, bytes per second.
     fair_told: Option<f64>,
     /// The last question found the room taken, or the group's delivery fell
@@ -213,6 +236,7 @@ impl Auto {
             lost: None,
             losing: false,
             clear_since: None,
+            fell_since: None,
             fair_told: None,
             confirming: false,
             answered: Duration::ZERO,
@@ -349,6 +373,7 @@ impl Auto {
     /// Every cap comes off, the fair share's included.
     fn lift(&mut self) -> Vec<Steering> {
         self.fair_told = None;
+        self.fell_since = None;
         self.paced
             .drain(..)
             .map(|s| Steering::Pace(s, None))
@@ -436,30 +461,77 @@ impl Auto {
         }
     }
 
-    /// Whether the group's delivery fell and stayed down while the queue was
-    /// its own: judged once FALL_RECENT has passed since the last question's
-    /// low rates.
-    fn fell(&self, elapsed: Duration) -> bool {
-        if self.queue != Queue::Own || elapsed < self.answered + RATE_SPAN + FALL_RECENT {
-            return false;
+    /// How long the group's delivery must stay down to count as a fall: the
+    /// path's longest spell of low rates that ended, plus FALL_MARGIN; the
+    /// longest wait until the rates cover STEADY_FOR.
+    fn hold(&self) -> Duration {
+        let Some(best) = self.rates.iter().map(|(_, r)| *r).reduce(f64::max) else {
+            return FALL_RECENT;
+        };
+        let (mut covered, mut longest) = (Duration::ZERO, Duration::ZERO);
+        let mut spell: Option<Duration> = None;
+        let mut prev: Option<Duration> = None;
+        for &(t, r) in &self.rates {
+            let joined = prev.filter(|p| t.saturating_sub(*p) <= RATE_GAP);
+            if let Some(p) = joined {
+                covered += t - p;
+            }
+            // A spell ends at a rate that is not low, or at a gap (a yield):
+            // then it lasted at least as long as it was seen.
+            if let (Some(start), Some(p)) = (spell, prev) {
+                if joined.is_none() || r >= FALL_SHARE * best {
+                    longest = longest.max(p - start);
+                    spell = None;
+                }
+            }
+            if r < FALL_SHARE * best && spell.is_none() {
+                spell = Some(t);
+            }
+            prev = Some(t);
+        }
+        // The spell under way is what is being judged, not the path's past.
+        if covered < STEADY_FOR {
+            return FALL_RECENT;
+        }
+        (longest + FALL_MARGIN).clamp(FALL_HOLD_MIN, FALL_RECENT)
+    }
+
+    /// When the group's delivery fell and stayed down while the queue was its
+    /// own, the time the fall began: judged once the hold has passed since
+    /// the last question's low rates.
+    fn fell(&self, elapsed: Duration) -> Option<Duration> {
+        let hold = self.hold();
+        if self.queue != Queue::Own || elapsed < self.answered + RATE_SPAN + hold {
+            return None;
         }
         let best = |recent: bool| {
             self.rates
                 .iter()
-                .filter(|(t, _)| (*t + FALL_RECENT > elapsed) == recent)
+                .filter(|(t, _)| (*t + hold > elapsed) == recent)
                 .map(|(_, r)| *r)
                 .reduce(f64::max)
         };
         match (best(true), best(false)) {
-            (Some(now), Some(before)) => now < FALL_SHARE * before,
-            _ => false,
+            // The rates lag what the path did by their span.
+            (Some(now), Some(before)) if now < FALL_SHARE * before => {
+                Some(elapsed.saturating_sub(hold + RATE_SPAN))
+            }
+            _ => None,
         }
     }
 
-    /// Loss events per packet over the last FAIR_OVER, once enough came.
+    /// Loss events per packet over the last FAIR_OVER, once enough came;
+    /// after a fall, over the time since it began if enough came since (the
+    /// loss rate the newcomers make, not the idle path's before them).
     fn loss_rate(&self) -> Option<f64> {
-        let (&(_, s0, e0), &(_, s1, e1)) = (self.book.front()?, self.book.back()?);
-        (e1 - e0 >= FAIR_MIN_EVENTS && s1 > s0).then(|| (e1 - e0) as f64 / (s1 - s0) as f64)
+        let &(_, s1, e1) = self.book.back()?;
+        let over = |&(_, s0, e0): &(Duration, u64, u64)| {
+            (e1 - e0 >= FAIR_MIN_EVENTS && s1 > s0).then(|| (e1 - e0) as f64 / (s1 - s0) as f64)
+        };
+        let since = self
+            .fell_since
+            .and_then(|f| self.book.iter().find(|(t, _, _)| *t >= f));
+        since.and_then(over).or_else(|| over(self.book.front()?))
     }
 
     /// Caps the streams at the fair share while others share the path: a
@@ -553,15 +625,19 @@ impl Steer for Auto {
             if elapsed + YIELD_FOR / 2 >= until {
                 self.seen.push(queue);
             }
-            if elapsed < until {
-                return Vec::new();
-            }
             // Others took the room when a queue stood for more than a quarter
             // of the yield's second half: not one reading (others' synchronised
             // losses empty the queue for a while), and not a moment's (a stiff
             // source's swing fills some of the room for some of the time).
+            // Once that many readings have stood, the rest cannot change the
+            // answer, and the yield ends there.
             let stood = self.seen.iter().filter(|q| **q as f64 > target).count();
-            let taken = stood as f64 > TAKEN_SHARE * self.seen.len() as f64;
+            let half = (YIELD_FOR / 2).as_secs_f64() / self.interval().as_secs_f64();
+            let sure = stood as f64 > TAKEN_SHARE * half.floor().max(1.0);
+            if elapsed < until && !sure {
+                return Vec::new();
+            }
+            let taken = sure || stood as f64 > TAKEN_SHARE * self.seen.len() as f64;
             let answer = if taken { Queue::Shared } else { Queue::Own };
             return self.conclude(elapsed, answer, streams);
         }
@@ -578,11 +654,12 @@ impl Steer for Auto {
             self.next_ask = self.next_ask.min(elapsed + AGAIN_AFTER);
             self.shared_gap = SHARED_FOR;
         }
-        if self.fell(elapsed) {
+        if let Some(since) = self.fell(elapsed) {
             // The fall is the first answer (a stiff source's swing does not
             // last): a room found taken now needs no second question.
             self.next_ask = self.next_ask.min(elapsed);
             self.confirming = true;
+            self.fell_since = Some(since);
         }
         // A question waits for a queue to ask about, but one that confirms
         // does not: a group held at its share beside a stiff source builds
@@ -980,10 +1057,25 @@ mod tests {
             a.tick(t, &counting(t, 108.0));
             t += a.interval();
         }
-        let share = a.fair_told.expect("held at a share");
+        assert!(a.fair_told.is_some(), "held at a share");
         assert_eq!(a.strength(), 1.0, "the queue brought k to its floor");
-        // The group delivers `of` the share for `secs`; k after.
+        // No question meanwhile: this is about k under the cap.
+        a.next_ask = t + Duration::from_secs(60);
+        // Once the loss book spans FAIR_OVER, the share no longer moves;
+        // meanwhile the group delivers its share, and k holds at the floor.
         let mut moved = 0.0;
+        while t < Duration::from_secs(25) {
+            let mut v = counting(t, 108.0);
+            for s in &mut v {
+                s.bytes = (moved / 4.0) as u64;
+            }
+            a.tick(t, &v);
+            moved += a.fair_told.unwrap() * a.interval().as_secs_f64();
+            t += a.interval();
+        }
+        assert!(a.strength() < 1.2, "k {} at its share", a.strength());
+        let share = a.fair_told.expect("held at a share");
+        // The group delivers `of` the share for `secs`; k after.
         let mut deliver = |a: &mut Auto, t: &mut Duration, secs: f64, of: f64| {
             let end = *t + Duration::from_secs_f64(secs);
             while *t < end {
@@ -1058,12 +1150,13 @@ mod tests {
         let asked = questions(&mut a, 0.0, 45.0, |_| 1e6, stiff);
         assert_eq!(asked.len(), 2);
         assert!((asked[1] - 40.0).abs() < 0.2, "{asked:?}");
-        // From 25 s the group delivers 60 %: once every rate of the last 8 s
-        // is below 75 % of the best before (from about 34.3 s), it asks.
+        // From 25 s the group delivers 60 %: the path held steady before, so
+        // once every rate of the last 3 s is below 75 % of the best before
+        // (from about 29.3 s: the 2 s rates fall below it 1.3 s in), it asks.
         let mut a = asks_at_5(1, 4, Strength::ONE);
         let fall = |t: f64| if t < 25.0 { 1e6 } else { 0.6e6 };
         let asked = questions(&mut a, 0.0, 45.0, fall, stiff);
-        assert!(asked[1] > 34.0 && asked[1] < 35.0, "{asked:?}");
+        assert!(asked[1] > 29.0 && asked[1] < 29.6, "{asked:?}");
         assert_eq!(a.queue(), Queue::Own);
         // Newcomers took the fall's room: held at once, the fall being the
         // question's first answer.
@@ -1079,6 +1172,67 @@ mod tests {
     }
 
     #[test]
+    fn a_fall_must_outlast_the_paths_own_low_spells() {
+        let at = |a: &mut Auto, secs: std::ops::Range<u32>, rate: f64| {
+            for ds in secs {
+                // Ten rates a second.
+                a.rates
+                    .push_back((Duration::from_millis(ds as u64 * 100), rate));
+            }
+        };
+        let mut a = Auto::new(1, 9, Strength::ONE);
+        at(&mut a, 0..100, 1e6);
+        assert_eq!(a.hold(), FALL_RECENT, "10 s of rates tell too little");
+        at(&mut a, 100..200, 1e6);
+        assert_eq!(a.hold(), FALL_HOLD_MIN, "a steady path");
+        // A spell of 4.9 s at 40 %, over: the hold is 6.9 s.
+        at(&mut a, 200..250, 0.4e6);
+        at(&mut a, 250..260, 1e6);
+        assert_eq!(a.hold(), Duration::from_millis(6900));
+        // A spell under way is what a fall is judged on, not the past.
+        let mut b = Auto::new(1, 9, Strength::ONE);
+        at(&mut b, 0..200, 1e6);
+        at(&mut b, 200..300, 0.4e6);
+        assert_eq!(b.hold(), FALL_HOLD_MIN);
+        // A yield cuts a spell: it lasted at least what was seen of it.
+        let mut c = Auto::new(1, 9, Strength::ONE);
+        at(&mut c, 0..200, 1e6);
+        at(&mut c, 200..230, 0.4e6);
+        at(&mut c, 300..310, 0.4e6);
+        at(&mut c, 310..320, 1e6);
+        assert_eq!(c.hold(), Duration::from_millis(4900));
+        // Longer spells than a swing of 10 s has: the hold stays FALL_RECENT.
+        let mut d = Auto::new(1, 9, Strength::ONE);
+        at(&mut d, 0..200, 1e6);
+        at(&mut d, 200..300, 0.4e6);
+        at(&mut d, 300..310, 1e6);
+        assert_eq!(d.hold(), FALL_RECENT);
+    }
+
+    #[test]
+    fn after_a_fall_the_share_comes_from_the_losses_since_it_began() {
+        let mut a = Auto::new(1, 9, Strength::ONE);
+        // 1000 packets a second; a loss event every 4 s for 16 s, then one
+        // every second.
+        let ms = Duration::from_millis;
+        let mut events = 0;
+        for i in 0..=20u64 {
+            if i >= 16 || i % 4 == 3 {
+                events += 1;
+            }
+            a.book.push_back((ms(i * 1000), i * 1000, events));
+        }
+        let whole = a.loss_rate().unwrap();
+        assert!((whole - 9.0 / 20_000.0).abs() < 1e-9, "{whole}");
+        a.fell_since = Some(ms(16_000));
+        let since = a.loss_rate().unwrap();
+        assert!((since - 4.0 / 4_000.0).abs() < 1e-9, "{since}");
+        // Too few events since the fall: the whole window speaks.
+        a.fell_since = Some(ms(19_500));
+        assert_eq!(a.loss_rate(), Some(whole));
+    }
+
+    #[test]
     fn a_room_first_found_taken_is_asked_about_again_before_the_group_is_held() {
         // The first yield (5-10 s) meets a rising swing: the queue stands.
         let mut a = asks_at_5(1, 9, Strength::ONE);
@@ -1089,10 +1243,14 @@ mod tests {
         );
         assert_eq!(a.queue(), Queue::Unknown, "not held on one answer");
         assert!(a.paced.is_empty(), "the yield's caps came off");
+        // A queue stood in more than a quarter of the second half's readings
+        // by 8.2 s: the rest could not change the answer.
+        let ended = a.answered.as_secs_f64();
+        assert!(ended > 7.5 && ended < 8.5, "answered at {ended}");
         // 2.5 s later it asks again; the swing has gone: the queue is its own.
         let asked = questions(&mut a, 10.1, 20.0, |_| 1e6, |t| t < 10.0);
         assert_eq!(asked.len(), 1);
-        assert!((asked[0] - 12.5).abs() < 0.2, "{asked:?}");
+        assert!((asked[0] - ended - 2.5).abs() < 0.2, "{asked:?}");
         assert_eq!(a.queue(), Queue::Own);
         assert!(a.paced.is_empty() && a.fair_told.is_none());
         // Taken twice running, the group is held to its share.
