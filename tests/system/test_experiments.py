@@ -90,7 +90,12 @@ def test_demo_hacker2004_quick(controls, record, tmp_path):
     for r in rows:
         if r["scenario"] == "udp-1-10":
             # T (Eq. 8) is what the UDP and the probes leave: nothing beats it by more than counting slack.
-            assert 0.5 < r["effectiveness"] < 1.03, f"{r['method']}: effectiveness {r['effectiveness']:.3f}"
+            # Below, only a working transfer is asked for: at 1e-5 random loss a 12 s cell meets about
+            # one loss, and a method that grows as one flow (single, tcpp-9 at k = 1: a packet per RTT
+            # for the whole window) takes longer than the cell to regain a halving, so where the loss
+            # falls sets its effectiveness anywhere from about 0.4 to 0.9 (tcpp-9: 0.872 and 0.445 in
+            # two runs of the same build).
+            assert 0.25 < r["effectiveness"] < 1.03, f"{r['method']}: effectiveness {r['effectiveness']:.3f}"
             assert r["rtt_median_ms"] >= 68 and r["sqrt_p"] is not None
 
 
