@@ -521,8 +521,11 @@ impl Auto {
     /// own, the time the fall began: judged once the hold has passed since
     /// the last question's low rates.
     fn fell(&self, elapsed: Duration) -> Option<Duration> {
+        if self.queue != Queue::Own {
+            return None;
+        }
         let hold = self.hold();
-        if self.queue != Queue::Own || elapsed < self.answered + RATE_SPAN + hold {
+        if elapsed < self.answered + RATE_SPAN + hold {
             return None;
         }
         let best = |recent: bool| {

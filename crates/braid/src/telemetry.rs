@@ -35,9 +35,9 @@ struct Slot {
     /// TCP_INFO totals of connections this stream had before the current one.
     retired_retrans: u64,
     retired_segs: u64,
+    /// The current connection's latest TCP_INFO; with no connection, the
+    /// last one's (its counts already in `retired_*`), or nothing.
     last: TcpInfo,
-    /// `last` is of a connection let go, its counts already in `retired_*`.
-    last_retired: bool,
     connections: u32,
 }
 
@@ -49,13 +49,12 @@ impl Slot {
             self.retired_retrans += info.total_retrans as u64;
             self.retired_segs += info.data_segs_out as u64;
             self.last = info;
-            self.last_retired = true;
         }
     }
 
     /// Retransmits and segments over every connection the stream had.
     fn totals(&self, info: &TcpInfo) -> (u64, u64) {
-        if self.socket.is_none() && self.last_retired {
+        if self.socket.is_none() {
             (self.retired_retrans, self.retired_segs)
         } else {
             (
@@ -141,7 +140,6 @@ impl Telemetry {
         s.cc = braid_cc::congestion_control(socket.as_fd()).unwrap_or_default();
         s.socket = socket.try_clone().ok();
         s.last = TcpInfo::default();
-        s.last_retired = false;
         s.connections += 1;
     }
 
