@@ -127,6 +127,31 @@ def _counters(stats: dict) -> dict:
     return dict(stats["ab"]["counters"])
 
 
+def series_rows(intervals: list[records.Interval]) -> list[list[float]]:
+    """[t, stream, Mb/s, cwnd, sRTT ms] for each stream of each interval record. The rate is
+    the bytes its TCP saw acknowledged in the interval, when the sender reports them: the
+    engine counts a stream's bytes in whole blocks as they complete, which at a few Mb/s per
+    stream is one or two blocks a second, and a rate counted in them swings by half from one
+    second to the next with nothing on the path changing. A receiver's records (nothing
+    acknowledged) keep the blocks' count. A connection that starts again counts from zero."""
+    acked = any(st.bytes_acked for iv in intervals for st in iv.streams)
+    prev: dict[int, int] = {}
+    prev_t = 0.0
+    rows = []
+    for iv in intervals:
+        dt = iv.t - prev_t
+        prev_t = iv.t
+        for st in iv.streams:
+            mbps = st.mbps
+            if acked and dt > 0:
+                before = prev.get(st.stream, 0)
+                moved = st.bytes_acked - before if st.bytes_acked >= before else st.bytes_acked
+                mbps = round(moved * 8 / dt / 1e6, 3)
+            prev[st.stream] = st.bytes_acked
+            rows.append([iv.t, st.stream, mbps, st.cwnd, st.srtt_us / 1e3])
+    return rows
+
+
 def at_omit(intervals: list[records.Interval], omit: float) -> dict:
     """Each stream's counters at the first interval record at or after `omit`
     seconds: what the measured window starts from."""
@@ -262,8 +287,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         "bench": {k: getattr(s, k) for k in ("seconds", "bytes", "peer_bytes", "mbps", "retransmits",
                                              "data_segs_out", "loss_ratio", "cpu_seconds")},
         "streams": [asdict(st) for st in s.streams],
-        "series": [[iv.t, st.stream, st.mbps, st.cwnd, st.srtt_us / 1e3]
-                   for iv in report.intervals for st in iv.streams],
+        "series": series_rows(report.intervals),
         "link": link, "link_seconds": round(link_seconds, 3), "omit": omit,
         # The method's sender is alone in its namespace: these are its streams' own.
         "sender_tcp": {k: tcp_after[k] - tcp_before[k] for k in tcp_after},

@@ -14,7 +14,8 @@
 //!
 //! Whose queue it is, the group asks the path by yielding: for 5 s every
 //! stream sends at most 70 % of its rate (SO_MAX_PACING_RATE on the live
-//! sockets). Flows that back off also grow back (Reno by a packet per RTT
+//! sockets), or 92 % where the group's delivery has held steady, with no
+//! swing a stiff source could fill the smaller room with. Flows that back off also grow back (Reno by a packet per RTT
 //! each) and take the room the group leaves, so a queue stands again for
 //! much of the yield's second half (more than a quarter of its ticks: not
 //! one reading, as others' synchronised losses empty the queue for a while;
@@ -27,8 +28,8 @@
 //! another phase of the swing.
 //!
 //! The first question waits 20 s, past the streams' slow start, so that a
-//! short transfer does not pay for it. Asking costs the yield's 30 % for
-//! 5 s: while the queue is the group's own, 30 s after the first answer,
+//! short transfer does not pay for it. Asking costs the yield's 30 % (8 %
+//! on a steady path) for 5 s: while the queue is the group's own, 30 s after the first answer,
 //! then 60 s, then every 120 s (at 30 s on an idle path it cost 5 % of the
 //! rate); every 10 to 20 s while others share it. It is what finds flows that
 //! arrive while the group
@@ -57,10 +58,16 @@
 //! group delivers, not the queue (others hold one too): it rises while the
 //! group moves less than the cap, since nine TCP-P streams at k = 1 move
 //! less than one Reno flow, and holds once the cap is what limits it. The
-//! cap comes off when a question finds the room untaken, or when no queue
-//! has stood for 5 s (a capped group builds none to ask about once the
-//! others leave; beside Reno flows one stands again within about two
-//! seconds of their losses).
+//! RTT of the cap is the mean over the span p is counted on, so the cap does
+//! not swing with the others' sawtooth. The cap comes off when a question
+//! finds the room untaken, or when no queue has stood for 45 base RTTs (a
+//! capped group builds none to ask about once the others leave; beside Reno
+//! flows one stands again within about 30 RTTs of their losses): then the
+//! path is the group's own, and k goes to its ceiling at once.
+//!
+//! What the group delivered is what its streams' TCP saw acknowledged, not
+//! the blocks that completed: at a megabit or two a stream those come one or
+//! two a second.
 //!
 //! A drain probe (caps that leave the path nearly idle for a few RTTs, as
 //! BBR drains to see the propagation delay) was measured first and dropped:
@@ -93,6 +100,13 @@ const HYSTERESIS: f64 = 0.02;
 /// A yield: how long, and the share of its rate each stream keeps.
 const YIELD_FOR: Duration = Duration::from_secs(5);
 const YIELD_SHARE: f64 = 0.7;
+/// On a path whose delivery holds steady (see `Auto::steady`) a question
+/// leaves less room: 8 % of the rate is as plain a room to flows that back
+/// off (five Reno flows fill it in a few RTTs, one in a few seconds) and a
+/// stiff source that does not swing cannot fill it, and the group's rate
+/// dips by no more than its own random losses move it. Beside a source that
+/// swings the room must outlast its swings' reach: the deep yield.
+const YIELD_SHARE_STEADY: f64 = 0.92;
 /// The share of the yield's second half in which a queue must stand for the
 /// room to count as taken.
 const TAKEN_SHARE: f64 = 0.25;
@@ -101,9 +115,8 @@ const TAKEN_SHARE: f64 = 0.25;
 /// behaves as if others held the queue).
 const FIRST_ASK: Duration = Duration::from_secs(20);
 /// Between questions: while the queue is the group's own (doubling with each
-/// answer that says so, up to OWN_FOR_MAX: every question costs 30 % of the
-/// group's rate for 5 s, and on an idle path a question every 30 s would
-/// cost 5 % of it; newcomers that back off are found between questions by the
+/// answer that says so, up to OWN_FOR_MAX: a deep question costs 30 % of the
+/// group's rate for 5 s, and a question every 30 s would cost 5 % of it; newcomers that back off are found between questions by the
 /// fall of the group's delivery); while others share it (doubling from the
 /// first to the second while they stay); once a queue others held falls away.
 const OWN_FOR: Duration = Duration::from_secs(30);
@@ -111,6 +124,15 @@ const OWN_FOR_MAX: Duration = Duration::from_secs(120);
 const SHARED_FOR: Duration = Duration::from_secs(10);
 const SHARED_FOR_MAX: Duration = Duration::from_secs(20);
 const AGAIN_AFTER: Duration = Duration::from_secs(5);
+/// No queue for GONE_RTTS base RTTs (within GONE_MIN..GONE_MAX) while
+/// others shared the path: they left. Flows that back off refill what their
+/// synchronised losses emptied in tens of RTTs (their halved windows' deficit
+/// over the buffer, a packet per RTT each): beside 5 Reno flows on the Hacker
+/// 2004 path a queue stood again within about 2 s, 30 RTTs; the time is
+/// counted in RTTs since a longer path refills as many RTTs more slowly.
+const GONE_RTTS: u32 = 45;
+const GONE_MIN: Duration = Duration::from_secs(3);
+const GONE_MAX: Duration = Duration::from_secs(10);
 /// A room found taken when the queue was not known to be shared is asked
 /// about again this long after, before the group is held to its share: a
 /// stiff source's swing rising through one yield fills its room, and the
@@ -138,6 +160,9 @@ const FALL_MARGIN: Duration = Duration::from_secs(2);
 const STEADY_FOR: Duration = Duration::from_secs(15);
 const FALL_BEFORE: Duration = Duration::from_secs(22);
 const FALL_SHARE: f64 = 0.75;
+/// A low spell longer than this that came back is a swing (`Auto::steady`):
+/// the spells a steady path's hold allows (FALL_HOLD_MIN - FALL_MARGIN).
+const SWING_FOR: Duration = Duration::from_secs(1);
 /// Clean rates further apart than this (a yield between them) do not make
 /// one spell.
 const RATE_GAP: Duration = Duration::from_secs(1);
@@ -164,6 +189,12 @@ struct Booked {
     sent: u64,
     group: u64,
     streams: u64,
+    /// The streams' median sRTT summed over the ticks so far, in µs, and
+    /// the ticks: the RTT the share is computed at is the mean over the span
+    /// its p covers (beside Reno flows the queue, and each tick's sRTT,
+    /// swings by half with their sawtooth, and Reno's rate follows the mean).
+    rtt_us: f64,
+    ticks: u64,
 }
 
 /// Whose the standing queue is, by the latest question.
@@ -214,10 +245,10 @@ pub struct Auto {
     confirming: bool,
     /// When the last question ended.
     answered: Duration,
-    /// Each stream's bytes at the last tick; the group's bytes since the
+    /// Each stream's count (see `delivered`) at the last tick; the group's bytes since the
     /// start at each tick of the last RATE_SPAN; its rate over RATE_SPAN at
     /// each tick of the last FALL_RECENT + FALL_BEFORE but those of yields.
-    stream_bytes: Vec<(usize, u64)>,
+    stream_bytes: Vec<(usize, (bool, u64))>,
     delivered: VecDeque<(Duration, u64)>,
     rates: VecDeque<(Duration, f64)>,
 }
@@ -331,9 +362,14 @@ impl Auto {
         let held = self
             .fair_told
             .map_or(f64::INFINITY, |f| f / live.len() as f64);
+        let keep = if self.steady() {
+            YIELD_SHARE_STEADY
+        } else {
+            YIELD_SHARE
+        };
         live.iter()
             .map(|(s, i)| {
-                let cap = rate(i).min(held) * YIELD_SHARE;
+                let cap = rate(i).min(held) * keep;
                 Steering::Pace(*s, Some(cap.max(1.0) as u64))
             })
             .collect()
@@ -389,19 +425,32 @@ impl Auto {
             .collect()
     }
 
-    /// No queue has stood for AGAIN_AFTER while others shared the path: they
-    /// left (beside Reno flows a queue stands again within about two seconds
-    /// of their losses). A group held at its share would build none to ask
-    /// about, so the caps come off and the group starts over as on a new
-    /// path: the strength rises while no queue stands, and the first queue
-    /// it builds is asked about at once (waiting, it would keep to the
-    /// floor meanwhile, as the path's start does).
+    /// How long no queue must stand while others share the path for them to
+    /// have left (see GONE_RTTS).
+    fn gone_after(&self) -> Duration {
+        match self.base_us {
+            Some(b) => (Duration::from_micros(b as u64) * GONE_RTTS).clamp(GONE_MIN, GONE_MAX),
+            None => GONE_MAX,
+        }
+    }
+
+    /// No queue has stood for `gone_after` while others shared the path:
+    /// they left. A group held at its share would build none to ask about,
+    /// so the caps come off, and the path is taken to be the group's own: the
+    /// queue's absence for that long is a plainer answer than a question's,
+    /// which costs the group what it yields just as it has climbed back (it
+    /// broke the 10 % band the new rate is judged in, 10 s after the
+    /// others left). The strength goes to its ceiling at once, since a queue
+    /// of its own would only raise it, and the next question comes after
+    /// OWN_FOR, or sooner if the group's delivery falls.
     fn released(&mut self, elapsed: Duration) -> Vec<Steering> {
-        self.queue = Queue::Unknown;
+        self.queue = Queue::Own;
         self.clear_since = None;
         self.shared_gap = SHARED_FOR;
         self.own_gap = OWN_FOR;
-        self.next_ask = elapsed;
+        self.next_ask = elapsed + self.own_gap;
+        self.own_gap = (self.own_gap * 2).min(OWN_FOR_MAX);
+        self.k = self.ceiling;
         self.lift()
     }
 
@@ -429,6 +478,8 @@ impl Auto {
         }
         let losing = lost.iter().any(|&(_, _, w)| w);
         self.lost = lost;
+        let live = live(streams);
+        let rtt = (!live.is_empty()).then(|| median_srtt_us(&live) as f64);
         // A stream that left takes its counts along: start the book again.
         if self.book.back().is_some_and(|b| sent < b.sent) {
             self.book.clear();
@@ -439,6 +490,8 @@ impl Auto {
             sent,
             group: before.group + u64::from(losing && !was_losing),
             streams: before.streams + new,
+            rtt_us: before.rtt_us + rtt.unwrap_or(0.0),
+            ticks: before.ticks + u64::from(rtt.is_some()),
         });
         while self.book.len() > 2 && self.book[1].t + FAIR_OVER <= elapsed {
             self.book.pop_front();
@@ -447,20 +500,24 @@ impl Auto {
 
     /// Notes what the group delivered since the last tick, and its rate over
     /// the last RATE_SPAN. A stream's first reading is its baseline, so one
-    /// that joins (or is first seen late) adds nothing it moved before.
+    /// that joins (or is first seen late) adds nothing it moved before; nor
+    /// does a tick whose count went back (a new connection's starts again)
+    /// or came from the other count than the last.
     fn note_delivery(&mut self, elapsed: Duration, streams: &[StreamView]) {
         let moved: u64 = streams
             .iter()
             .map(|v| {
+                let (acked, now) = delivered(v);
                 let before = self
                     .stream_bytes
                     .iter()
                     .find(|(s, _)| *s == v.stream)
-                    .map_or(v.bytes, |(_, b)| *b);
-                v.bytes.saturating_sub(before)
+                    .filter(|(_, (a, _))| *a == acked)
+                    .map_or(now, |(_, (_, b))| *b);
+                now.saturating_sub(before)
             })
             .sum();
-        self.stream_bytes = streams.iter().map(|v| (v.stream, v.bytes)).collect();
+        self.stream_bytes = streams.iter().map(|v| (v.stream, delivered(v))).collect();
         let total = self.delivered.back().map_or(0, |(_, b)| *b) + moved;
         self.delivered.push_back((elapsed, total));
         while self.delivered.len() > 2 && self.delivered[1].0 + RATE_SPAN <= elapsed {
@@ -517,6 +574,43 @@ impl Auto {
         (longest + FALL_MARGIN).clamp(FALL_HOLD_MIN, FALL_RECENT)
     }
 
+    /// Whether the group's delivery holds steady, for the depth of a
+    /// question: its clean rates cover STEADY_FOR and none swung, that is
+    /// came down from a rate at least FALL_SHARE of the best, stayed below it
+    /// longer than SWING_FOR and came back up. A fall that has not come back
+    /// (held to a share as others came) is no swing, and nor is a climb from
+    /// the low rates the span begins with (freed as they left): what a
+    /// question must outlast is a source whose own rate comes and goes.
+    fn steady(&self) -> bool {
+        let Some(best) = self.rates.iter().map(|(_, r)| *r).reduce(f64::max) else {
+            return false;
+        };
+        let low = |r: f64| r < FALL_SHARE * best;
+        let mut covered = Duration::ZERO;
+        // The low rates under way: since when, and whether a rate that was
+        // not low came just before them.
+        let mut run: Option<(Duration, bool)> = None;
+        let mut prev: Option<(Duration, f64)> = None;
+        for &(t, r) in &self.rates {
+            let joined = prev.filter(|(p, _)| t.saturating_sub(*p) <= RATE_GAP);
+            match joined {
+                Some((p, _)) => covered += t - p,
+                None => run = None,
+            }
+            if low(r) {
+                if run.is_none() {
+                    run = Some((t, joined.is_some_and(|(_, before)| !low(before))));
+                }
+            } else if let (Some((start, from_high)), Some((p, _))) = (run.take(), joined) {
+                if from_high && p - start > SWING_FOR {
+                    return false;
+                }
+            }
+            prev = Some((t, r));
+        }
+        covered >= STEADY_FOR
+    }
+
     /// When the group's delivery fell and stayed down while the queue was its
     /// own, the time the fall began: judged once the hold has passed since
     /// the last question's low rates.
@@ -560,13 +654,17 @@ impl Auto {
     /// alone, auto moved 0.74 and 0.71 of one Reno stream's rate beside 5
     /// Reno and 5 CUBIC flows (adaptive-fall-2); to the group's, 1.6 times it
     /// beside the arriving flows (adaptive-fall).
-    fn loss_rate(&self) -> Option<f64> {
+    ///
+    /// With p, the streams' mean sRTT over the same span, in seconds.
+    fn loss_rate(&self) -> Option<(f64, f64)> {
         let last = *self.book.back()?;
         let over = |b: &Booked| {
             let sent = last.sent.checked_sub(b.sent).filter(|s| *s > 0)? as f64;
             let (group, streams) = (last.group - b.group, last.streams - b.streams);
+            let ticks = last.ticks.checked_sub(b.ticks).filter(|n| *n > 0)? as f64;
+            let rtt_s = (last.rtt_us - b.rtt_us) / ticks / 1e6;
             (group >= 1 && streams >= FAIR_MIN_EVENTS)
-                .then(|| (group as f64 / sent * streams as f64 / sent).sqrt())
+                .then(|| ((group as f64 / sent * streams as f64 / sent).sqrt(), rtt_s))
         };
         let since = self
             .fell_since
@@ -581,8 +679,7 @@ impl Auto {
     fn fair(&mut self, streams: &[StreamView], lift: bool) -> Vec<Steering> {
         let live = live(streams);
         let share = match (self.loss_rate(), live.first()) {
-            (Some(p), Some((_, i))) => {
-                let rtt_s = median_srtt_us(&live) as f64 / 1e6;
+            (Some((p, rtt_s)), Some((_, i))) => {
                 Some(fair_share_bps(self.floor, i.mss as f64, rtt_s, p) / 8.0)
             }
             // Too few loss events lately to tell: the last share holds.
@@ -687,7 +784,7 @@ impl Steer for Auto {
             self.clear_since.get_or_insert(elapsed);
         }
         if let (Some(since), Queue::Shared) = (self.clear_since, self.queue) {
-            if elapsed >= since + AGAIN_AFTER {
+            if elapsed >= since + self.gone_after() {
                 return self.released(elapsed);
             }
             // The queue fell away: whoever held it may have left.
@@ -753,6 +850,19 @@ fn median_srtt_us(live: &[(usize, &braid_cc::TcpInfo)]) -> u32 {
 /// per second: the group's share while others share the path.
 fn fair_share_bps(floor: f64, mss: f64, rtt_s: f64, p: f64) -> f64 {
     floor * mathis_bps(mss, rtt_s, p, C_PERIODIC)
+}
+
+/// What a stream has delivered, in bytes: what its connection's TCP saw
+/// acknowledged when it tells (exact), else the blocks this end counted as
+/// they completed (true with the former). Counted in 128 KiB blocks, a
+/// stream held to a megabit or two completes one or two a second, and the
+/// group's 2 s rate beside five Reno flows swung by a sixth with nothing on
+/// the path changing: as much as the falls and the reach it is read for.
+fn delivered(v: &StreamView) -> (bool, u64) {
+    match v.info.as_ref() {
+        Some(i) if i.bytes_acked > 0 => (true, i.bytes_acked),
+        _ => (false, v.bytes),
+    }
 }
 
 /// A stream's sending rate from its window and RTT, bytes per second.
@@ -1041,8 +1151,9 @@ mod tests {
         // but not the group's.
         let b = *a.book.back().unwrap();
         assert_eq!((b.group, b.streams), (2, 3));
-        let p = a.loss_rate().unwrap();
+        let (p, rtt_s) = a.loss_rate().unwrap();
         assert!((p - 6f64.sqrt() / 8000.0).abs() < 1e-12, "{p}");
+        assert!((rtt_s - 0.070).abs() < 1e-9, "{rtt_s}");
         // A stream on a new connection (its counts went back) is no loss.
         let mut v = views(70.0);
         v[1].info.as_mut().unwrap().total_retrans = 2;
@@ -1070,8 +1181,9 @@ mod tests {
             (total as f64 - mathis).abs() < 0.25 * mathis,
             "{total} against {mathis}"
         );
-        // The others leave and the capped group builds no queue: 5 s later
-        // the caps come off without a question, and it starts over.
+        // The others leave and the capped group builds no queue: 45 base
+        // RTTs later (3.06 s) the caps come off without a question, and the
+        // path is the group's own.
         let gone = t;
         let mut lifted = Vec::new();
         let mut asking = false;
@@ -1080,17 +1192,21 @@ mod tests {
             asking |= a.asking();
             t += a.interval();
         }
-        assert_eq!(a.queue(), Queue::Unknown);
-        assert!(t >= gone + AGAIN_AFTER && t < gone + AGAIN_AFTER + Duration::from_millis(300));
+        assert_eq!(a.queue(), Queue::Own);
+        let after = Duration::from_millis(3060);
+        assert!(
+            t >= gone + after && t < gone + after + Duration::from_millis(300),
+            "{t:?}"
+        );
         assert!(!asking);
         // (The share was retold as the loss rate fell meanwhile.)
         assert_eq!(caps(&lifted)[caps(&lifted).len() - 4..], vec![None; 4]);
-        // Its strength rose while no queue stood (the caps held it); the queue
-        // it now builds is asked about at once, and found its own.
+        // Its strength is at the ceiling at once; the queue it now builds is
+        // not asked about until OWN_FOR has passed.
         assert_eq!(a.strength(), 4.0);
-        let asked = run(&mut a, t, 4.0, |_, _| 69.0);
+        let asked = run(&mut a, t, 29.0, |_, _| 108.0);
         assert_eq!(yields(&asked), 0);
-        let asked = run(&mut a, t + Duration::from_secs(4), 12.0, |_, y| {
+        let asked = run(&mut a, t + Duration::from_secs(29), 5.0, |_, y| {
             if y {
                 69.0
             } else {
@@ -1224,6 +1340,85 @@ mod tests {
     }
 
     #[test]
+    fn a_question_leaves_less_room_where_the_groups_delivery_holds_steady() {
+        let at = |a: &mut Auto, secs: std::ops::Range<u32>, rate: f64| {
+            for ds in secs {
+                a.rates
+                    .push_back((Duration::from_millis(ds as u64 * 100), rate));
+            }
+        };
+        let cap_share = |a: &mut Auto| {
+            let v = views(108.0);
+            let caps = caps(&a.begin_yield(Duration::from_secs(30), &v));
+            caps[0].unwrap() as f64 / rate(v[0].info.as_ref().unwrap())
+        };
+        let mut a = Auto::new(1, 9, Strength::ONE);
+        at(&mut a, 0..100, 1e6);
+        assert!(!a.steady(), "10 s of rates tell too little");
+        assert!((cap_share(&mut a) - YIELD_SHARE).abs() < 1e-3);
+        at(&mut a, 100..200, 1e6);
+        assert!(a.steady());
+        assert!((cap_share(&mut a) - YIELD_SHARE_STEADY).abs() < 1e-3);
+        // A swing: down for 3 s and back up.
+        let mut b = Auto::new(1, 9, Strength::ONE);
+        at(&mut b, 0..200, 1e6);
+        at(&mut b, 200..230, 0.4e6);
+        at(&mut b, 230..240, 1e6);
+        assert!(!b.steady());
+        assert!((cap_share(&mut b) - YIELD_SHARE).abs() < 1e-3);
+        // A dip of a second is none.
+        let mut c = Auto::new(1, 9, Strength::ONE);
+        at(&mut c, 0..200, 1e6);
+        at(&mut c, 200..210, 0.4e6);
+        at(&mut c, 210..220, 1e6);
+        assert!(c.steady());
+        // Nor is a fall that stays (held to a share as others came), nor a
+        // climb from the rates the span begins with (freed as they left).
+        let mut d = Auto::new(1, 9, Strength::ONE);
+        at(&mut d, 0..100, 1e6);
+        at(&mut d, 100..300, 0.2e6);
+        assert!(d.steady());
+        let mut e = Auto::new(1, 9, Strength::ONE);
+        at(&mut e, 0..50, 0.2e6);
+        at(&mut e, 50..250, 1e6);
+        assert!(e.steady());
+        // Low rates a yield cut off are not known to have come back.
+        let mut f = Auto::new(1, 9, Strength::ONE);
+        at(&mut f, 0..200, 1e6);
+        at(&mut f, 200..230, 0.4e6);
+        at(&mut f, 280..300, 1e6);
+        assert!(f.steady());
+    }
+
+    #[test]
+    fn delivery_is_what_tcp_saw_acknowledged_when_the_connection_tells() {
+        let mut a = Auto::new(1, 2, Strength::ONE);
+        // Blocks complete in bursts (0, 2, 0, 2 a tick), the bytes
+        // acknowledged flow evenly: 100 kB a tick on each stream, 2 MB/s in all
+        // (the blocks would say 2.6 over the last 2 s).
+        for n in 0..=30u64 {
+            let mut v = views(70.0);
+            v.truncate(2);
+            for s in &mut v {
+                s.bytes = (n / 2) * 2 * 131_072;
+                s.info.as_mut().unwrap().bytes_acked = n * 100_000;
+            }
+            a.note_delivery(Duration::from_millis(100 * n), &v);
+        }
+        let (_, r) = *a.rates.back().unwrap();
+        assert!((r - 2e6).abs() < 1.0, "{r}");
+        // A stream whose connection is gone falls back to its blocks: no jump.
+        let total = a.delivered.back().unwrap().1;
+        let mut v = views(70.0);
+        v.truncate(2);
+        v[0].info = None;
+        v[0].bytes = 50 * 131_072;
+        v[1].info.as_mut().unwrap().bytes_acked = 3_100_000;
+        a.note_delivery(Duration::from_millis(3100), &v);
+        assert_eq!(a.delivered.back().unwrap().1, total + 100_000);
+    }
+
+    #[test]
     fn a_fall_must_outlast_the_paths_own_low_spells() {
         let at = |a: &mut Auto, secs: std::ops::Range<u32>, rate: f64| {
             for ds in secs {
@@ -1267,26 +1462,34 @@ mod tests {
         // 1000 packets a second; a loss event every 4 s for 16 s, then one
         // every second.
         let ms = Duration::from_millis;
-        let mut events = 0;
+        // The queue stands longer once they came: 70 ms of sRTT, then 110.
+        let (mut events, mut rtt_us) = (0, 0.0);
         for i in 0..=20u64 {
             if i >= 16 || i % 4 == 3 {
                 events += 1;
+            }
+            if i > 0 {
+                rtt_us += if i > 16 { 110_000.0 } else { 70_000.0 };
             }
             a.book.push_back(Booked {
                 t: ms(i * 1000),
                 sent: i * 1000,
                 group: events,
                 streams: events,
+                rtt_us,
+                ticks: i,
             });
         }
-        let whole = a.loss_rate().unwrap();
+        let (whole, rtt_whole) = a.loss_rate().unwrap();
         assert!((whole - 9.0 / 20_000.0).abs() < 1e-9, "{whole}");
+        assert!((rtt_whole - 0.078).abs() < 1e-9, "{rtt_whole}");
         a.fell_since = Some(ms(16_000));
-        let since = a.loss_rate().unwrap();
+        let (since, rtt_since) = a.loss_rate().unwrap();
         assert!((since - 4.0 / 4_000.0).abs() < 1e-9, "{since}");
+        assert!((rtt_since - 0.110).abs() < 1e-9, "{rtt_since}");
         // Too few events since the fall: the whole window speaks.
         a.fell_since = Some(ms(19_500));
-        assert_eq!(a.loss_rate(), Some(whole));
+        assert_eq!(a.loss_rate(), Some((whole, rtt_whole)));
     }
 
     #[test]

@@ -134,3 +134,28 @@ def test_a_signal_during_a_cell_stops_the_run_even_when_the_cell_then_fails(fake
         runner.run(exp, "quick", tmp_path / "run", progress=said.append)
     assert sum("attempt" in s for s in said) == 2 * 3
 
+
+
+def _iv(t, *streams):
+    from braidlab import records
+    return records.Interval(t=t, bytes=sum(b for b, _ in streams), mbps=0.0, streams=[
+        records.StreamSample(stream=i, bytes=b, mbps=round(b * 8 / 1e6, 3), cwnd=10, ssthresh=0, srtt_us=68_000,
+                             rttvar_us=0, retransmits=0, lost=0, delivery_rate=0, bytes_acked=a)
+        for i, (b, a) in enumerate(streams)])
+
+
+def test_the_series_counts_the_bytes_tcp_saw_acknowledged_not_whole_blocks():
+    # One stream moves 1.5 blocks a second: counted in blocks it reads 1, 2, 1 (1.05, 2.1 Mb/s);
+    # acknowledged it reads 1.57 every second.
+    blk = 131_072
+    ivs = [_iv(1.0, (blk, 196_608)), _iv(2.0, (3 * blk, 393_216)), _iv(3.0, (4 * blk, 589_824))]
+    rows = runner.series_rows(ivs)
+    assert [r[2] for r in rows] == [1.573, 1.573, 1.573]
+    # A stream whose connection started again counts from its new zero.
+    ivs.append(_iv(4.0, (5 * blk, 100_000)))
+    assert runner.series_rows(ivs)[-1][2] == 0.8
+
+
+def test_a_receivers_series_keeps_the_blocks_count():
+    rows = runner.series_rows([_iv(1.0, (131_072, 0)), _iv(2.0, (393_216, 0))])
+    assert [r[2] for r in rows] == [1.049, 3.146]
