@@ -42,9 +42,9 @@
 //! stiff source's swings come back up. How long a fall must last the path's
 //! own past says: 3 s where the group's rate held steady, the longest low
 //! spell seen plus 2 s (at most 8 s) beside a source that swings. A question
-//! a fall asked takes a first "taken" as the answer, and the share it holds
-//! the group to comes from the losses since the fall began, not from the
-//! idle path's before it.
+//! a fall asked takes a first "taken" as the answer, yields down to that
+//! share at once, and the share it holds the group to comes from the losses
+//! since the fall began, not from the idle path's before it.
 //! Flows that grow slower than the yield gives room (one Reno flow
 //! on a long path: a packet per RTT against a third of the group's window)
 //! stay small beside a strong group; the group finds the room untaken.
@@ -54,7 +54,7 @@
 //! 68 ms path, from 60 % of the path to a sixth in about 30 s). So while
 //! others share the path the group's rate is capped at what `--fair-share`
 //! Reno flows take at the loss rate its streams see (Mathis, with p the loss
-//! events per packet over the last 20 s). Held there, k follows what the
+//! events per packet over the last 60 s). Held there, k follows what the
 //! group delivers, not the queue (others hold one too): it rises while the
 //! group moves less than the cap, since nine TCP-P streams at k = 1 move
 //! less than one Reno flow, and holds once the cap is what limits it. The
@@ -169,8 +169,12 @@ const RATE_GAP: Duration = Duration::from_secs(1);
 /// While others share the path, the group's rate is capped at what `floor`
 /// Reno flows take at the rate of loss events its streams saw over this long
 /// (Mathis), once they saw this many; the caps are retold when the share
-/// moved by more than a tenth.
-const FAIR_OVER: Duration = Duration::from_secs(20);
+/// moved by more than a tenth. Over 20 s the group beside 5 Reno flows
+/// counted some four events of its own, and one more or fewer moved the
+/// share by an eighth: its cap stepped between 10 and 20 Mb/s within one
+/// cell (adaptive-steady). Over 60 s it counts a dozen, as TFRC (RFC 5348)
+/// averages its last eight loss intervals for a rate that does not jump.
+const FAIR_OVER: Duration = Duration::from_secs(60);
 const FAIR_MIN_EVENTS: u64 = 2;
 const FAIR_RETELL: f64 = 0.1;
 /// Held at the fair share, the strength is what lets the group reach it: a
@@ -367,9 +371,18 @@ impl Auto {
         } else {
             YIELD_SHARE
         };
+        // A question a fall asked leaves room down to the share the losses
+        // since the fall say: newcomers that back off are why the group fell,
+        // and they fill it, so the group is at its share when the answer
+        // comes rather than some seconds after. A stiff source's swing makes
+        // few losses, and the share they say lies above the group's rate.
+        let fallen = self
+            .fell_since
+            .and_then(|_| self.share_now(&live))
+            .map_or(f64::INFINITY, |f| f / live.len() as f64);
         live.iter()
             .map(|(s, i)| {
-                let cap = rate(i).min(held) * keep;
+                let cap = (rate(i).min(held) * keep).min(fallen);
                 Steering::Pace(*s, Some(cap.max(1.0) as u64))
             })
             .collect()
@@ -672,19 +685,22 @@ impl Auto {
         since.and_then(over).or_else(|| over(self.book.front()?))
     }
 
+    /// What `floor` Reno flows take at the loss rate and RTT `loss_rate`
+    /// gives, bytes a second, if it gives them.
+    fn share_now(&self, live: &[(usize, &braid_cc::TcpInfo)]) -> Option<f64> {
+        let (p, rtt_s) = self.loss_rate()?;
+        let (_, i) = live.first()?;
+        Some(fair_share_bps(self.floor, i.mss as f64, rtt_s, p) / 8.0)
+    }
+
     /// Caps the streams at the fair share while others share the path: a
     /// group found far above it (it ran strong before they came) would
     /// otherwise come down only by halving at each of its loss events.
     /// `lift` when the streams' caps are a yield's, to come off.
     fn fair(&mut self, streams: &[StreamView], lift: bool) -> Vec<Steering> {
         let live = live(streams);
-        let share = match (self.loss_rate(), live.first()) {
-            (Some((p, rtt_s)), Some((_, i))) => {
-                Some(fair_share_bps(self.floor, i.mss as f64, rtt_s, p) / 8.0)
-            }
-            // Too few loss events lately to tell: the last share holds.
-            _ => self.fair_told,
-        };
+        // Too few loss events lately to tell: the last share holds.
+        let share = self.share_now(&live).or(self.fair_told);
         let same_streams =
             live.len() == self.paced.len() && live.iter().all(|(s, _)| self.paced.contains(s));
         let retell = lift
@@ -1339,14 +1355,16 @@ mod tests {
         assert!((asked[1] - 40.0).abs() < 0.2, "{asked:?}");
     }
 
+    /// Notes the group's rate as `rate` at ten ticks a second over `tenths`.
+    fn at(a: &mut Auto, tenths: std::ops::Range<u32>, rate: f64) {
+        for ds in tenths {
+            a.rates
+                .push_back((Duration::from_millis(ds as u64 * 100), rate));
+        }
+    }
+
     #[test]
     fn a_question_leaves_less_room_where_the_groups_delivery_holds_steady() {
-        let at = |a: &mut Auto, secs: std::ops::Range<u32>, rate: f64| {
-            for ds in secs {
-                a.rates
-                    .push_back((Duration::from_millis(ds as u64 * 100), rate));
-            }
-        };
         let cap_share = |a: &mut Auto| {
             let v = views(108.0);
             let caps = caps(&a.begin_yield(Duration::from_secs(30), &v));
@@ -1420,13 +1438,6 @@ mod tests {
 
     #[test]
     fn a_fall_must_outlast_the_paths_own_low_spells() {
-        let at = |a: &mut Auto, secs: std::ops::Range<u32>, rate: f64| {
-            for ds in secs {
-                // Ten rates a second.
-                a.rates
-                    .push_back((Duration::from_millis(ds as u64 * 100), rate));
-            }
-        };
         let mut a = Auto::new(1, 9, Strength::ONE);
         at(&mut a, 0..100, 1e6);
         assert_eq!(a.hold(), FALL_RECENT, "10 s of rates tell too little");
@@ -1490,6 +1501,42 @@ mod tests {
         // Too few events since the fall: the whole window speaks.
         a.fell_since = Some(ms(19_500));
         assert_eq!(a.loss_rate(), Some((whole, rtt_whole)));
+    }
+
+    #[test]
+    fn a_question_a_fall_asked_yields_down_to_the_share_the_losses_since_say() {
+        let mut a = Auto::new(1, 4, Strength::ONE);
+        // 4000 packets a second at 100 ms; a loss event a second from 16 s.
+        for i in 0..=20u64 {
+            let events = i.saturating_sub(16);
+            a.book.push_back(Booked {
+                t: Duration::from_secs(i),
+                sent: i * 4000,
+                group: events,
+                streams: events,
+                rtt_us: i as f64 * 100_000.0,
+                ticks: i,
+            });
+        }
+        let v = views(108.0);
+        let rates: f64 = v.iter().map(|s| rate(s.info.as_ref().unwrap())).sum();
+        let total =
+            |asked: &[Steering]| -> f64 { caps(asked).iter().map(|c| c.unwrap() as f64).sum() };
+        // No fall: the yield keeps 70 % of the rate.
+        let kept = total(&a.begin_yield(Duration::from_secs(20), &v));
+        assert!(
+            (kept / rates - YIELD_SHARE).abs() < 1e-3,
+            "{kept} of {rates}"
+        );
+        // After a fall: down to Mathis' rate for p = 4 / 16000 at 100 ms.
+        a.fell_since = Some(Duration::from_secs(16));
+        let share = mathis_bps(1448.0, 0.1, 2.5e-4, C_PERIODIC) / 8.0;
+        assert!(share < 0.5 * YIELD_SHARE * rates);
+        let fallen = total(&a.begin_yield(Duration::from_secs(20), &v));
+        assert!(
+            (fallen - share).abs() < 0.01 * share,
+            "{fallen} against {share}"
+        );
     }
 
     #[test]
