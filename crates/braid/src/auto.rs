@@ -176,6 +176,9 @@ const RATE_GAP: Duration = Duration::from_secs(1);
 /// averages its last eight loss intervals for a rate that does not jump.
 const FAIR_OVER: Duration = Duration::from_secs(60);
 const FAIR_MIN_EVENTS: u64 = 2;
+/// How long after the first loss event since a fall its streams' own events
+/// still belong to it (they lose at moments apart within one overflow).
+const BURST_FOR: Duration = Duration::from_secs(1);
 const FAIR_RETELL: f64 = 0.1;
 /// Held at the fair share, the strength is what lets the group reach it: a
 /// TCP-P group of nine at k = 1 moves less than one Reno flow (0.59 of one in
@@ -682,7 +685,19 @@ impl Auto {
         let since = self
             .fell_since
             .and_then(|f| self.book.iter().find(|b| b.t >= f));
-        since.and_then(over).or_else(|| over(self.book.front()?))
+        // The first loss episode after a fall began is the newcomers' slow
+        // start overflowing the queue: one halving for every flow, but not
+        // the loss rate they go on to make. Counted, it put the share at 8
+        // Mb/s beside 5 arriving Reno flows, and the share took a minute to
+        // climb to the 11 that held once it had aged out (adaptive-steady-2).
+        let after_burst = since.and_then(|s| {
+            let burst = self.book.iter().find(|b| b.group > s.group)?;
+            self.book.iter().find(|b| b.t >= burst.t + BURST_FOR)
+        });
+        after_burst
+            .and_then(over)
+            .or_else(|| since.and_then(over))
+            .or_else(|| over(self.book.front()?))
     }
 
     /// What `floor` Reno flows take at the loss rate and RTT `loss_rate`
@@ -1501,6 +1516,41 @@ mod tests {
         // Too few events since the fall: the whole window speaks.
         a.fell_since = Some(ms(19_500));
         assert_eq!(a.loss_rate(), Some((whole, rtt_whole)));
+    }
+
+    #[test]
+    fn the_newcomers_slow_start_overflow_is_left_out_of_the_share_after_a_fall() {
+        let mut a = Auto::new(1, 9, Strength::ONE);
+        // 4000 packets a second; the fall began at 10 s; at 11 s every
+        // stream lost at once (one group event, nine streams'); from 13 s a
+        // group event and two streams' every 2 s.
+        let (mut group, mut streams) = (0, 0);
+        for i in 0..=20u64 {
+            if i == 11 {
+                (group, streams) = (group + 1, streams + 9);
+            }
+            if i >= 13 && i % 2 == 1 {
+                (group, streams) = (group + 1, streams + 2);
+            }
+            a.book.push_back(Booked {
+                t: Duration::from_secs(i),
+                sent: i * 4000,
+                group,
+                streams,
+                rtt_us: i as f64 * 100_000.0,
+                ticks: i,
+            });
+        }
+        a.fell_since = Some(Duration::from_secs(10));
+        // From 12 s on: 4 and 8 events among 32000 packets.
+        let (p, _) = a.loss_rate().unwrap();
+        let want = (4.0f64 * 8.0).sqrt() / 32_000.0;
+        assert!((p - want).abs() < 1e-12, "{p} against {want}");
+        // Too few since the burst (the fall began at 17 s): since the fall.
+        a.fell_since = Some(Duration::from_secs(17));
+        let (p, _) = a.loss_rate().unwrap();
+        let want = 2.0f64.sqrt() / 12_000.0;
+        assert!((p - want).abs() < 1e-12, "{p} against {want}");
     }
 
     #[test]
