@@ -15,13 +15,13 @@
 //! Whose queue it is, the group asks the path by yielding: for 5 s every
 //! stream sends at most 70 % of its rate (SO_MAX_PACING_RATE on the live
 //! sockets), or 92 % where the group's delivery has held steady, with no
-//! swing a stiff source could fill the smaller room with. Flows that back off also grow back (Reno by a packet per RTT
-//! each) and take the room the group leaves, so a queue stands again for
-//! much of the yield's second half (more than a quarter of its ticks: not
-//! one reading, as others' synchronised losses empty the queue for a while;
-//! the yield ends as soon as that many have seen one);
-//! traffic that does not back off does not grow either, and the queue is
-//! gone but for a stiff source's swings. A room found taken when the queue
+//! swing a stiff source could fill the smaller room with. Flows that back
+//! off also grow back (Reno by a packet per RTT each) and take the room the
+//! group leaves, so a queue stands again for much of the yield's second half
+//! (more than a quarter of its ticks: not one reading, as others'
+//! synchronised losses empty the queue for a while; the yield ends as soon
+//! as that many have seen one); traffic that does not back off does not grow
+//! either, and the queue is gone but for a stiff source's swings. A room found taken when the queue
 //! was not known to be shared is asked about once more, 2.5 s later, before
 //! the group is held to its share (and it is not held meanwhile): a swing of
 //! stiff UDP rising through one yield fills its room, and the next meets
@@ -29,8 +29,8 @@
 //!
 //! The first question waits 20 s, past the streams' slow start, so that a
 //! short transfer does not pay for it. Asking costs the yield's 30 % (8 %
-//! on a steady path) for 5 s: while the queue is the group's own, 30 s after the first answer,
-//! then 60 s, then every 120 s (at 30 s on an idle path it cost 5 % of the
+//! on a steady path) for 5 s: while the queue is the group's own, 30 s after
+//! the first answer, then 60 s, then every 120 s (at 30 s on an idle path it cost 5 % of the
 //! rate); every 10 to 20 s while others share it. It is what finds flows that
 //! arrive while the group
 //! runs strong (beside a group of strength 9, 5 Reno flows hold a third of
@@ -116,8 +116,9 @@ const TAKEN_SHARE: f64 = 0.25;
 const FIRST_ASK: Duration = Duration::from_secs(20);
 /// Between questions: while the queue is the group's own (doubling with each
 /// answer that says so, up to OWN_FOR_MAX: a deep question costs 30 % of the
-/// group's rate for 5 s, and a question every 30 s would cost 5 % of it; newcomers that back off are found between questions by the
-/// fall of the group's delivery); while others share it (doubling from the
+/// group's rate for 5 s, and a question every 30 s would cost 5 % of it;
+/// newcomers that back off are found between questions by the fall of the
+/// group's delivery); while others share it (doubling from the
 /// first to the second while they stay); once a queue others held falls away.
 const OWN_FOR: Duration = Duration::from_secs(30);
 const OWN_FOR_MAX: Duration = Duration::from_secs(120);
@@ -252,8 +253,8 @@ pub struct Auto {
     confirming: bool,
     /// When the last question ended.
     answered: Duration,
-    /// Each stream's count (see `delivered`) at the last tick; the group's bytes since the
-    /// start at each tick of the last RATE_SPAN; its rate over RATE_SPAN at
+    /// Each stream's count (see `delivered`) at the last tick; the group's
+    /// bytes since the start at each tick of the last RATE_SPAN; its rate over RATE_SPAN at
     /// each tick of the last FALL_RECENT + FALL_BEFORE but those of yields.
     stream_bytes: Vec<(usize, (bool, u64))>,
     delivered: VecDeque<(Duration, u64)>,
