@@ -205,6 +205,19 @@ struct Booked {
     ticks: u64,
 }
 
+/// A spell of the group's clean rates below FALL_SHARE of the best: its
+/// first and last rates' ticks; whether a rate that was not low came just
+/// before it and just after it (it ended at a gap, a yield, otherwise); and
+/// whether it is over (the last spell may be under way).
+#[derive(Clone, Copy, Debug)]
+struct LowSpell {
+    start: Duration,
+    last: Duration,
+    from_high: bool,
+    came_back: bool,
+    over: bool,
+}
+
 /// Whose the standing queue is, by the latest question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Queue {
@@ -415,21 +428,26 @@ impl Auto {
         }
         self.confirming = false;
         if answer == Queue::Own {
-            self.next_ask = elapsed + self.own_gap;
-            self.own_gap = (self.own_gap * 2).min(OWN_FOR_MAX);
-            self.shared_gap = SHARED_FOR;
-        } else {
-            self.own_gap = OWN_FOR;
-            if self.queue == Queue::Shared {
-                self.shared_gap = (self.shared_gap * 2).min(SHARED_FOR_MAX);
-            }
-            self.next_ask = elapsed + self.shared_gap;
+            self.found_own(elapsed);
+            return self.lift();
         }
-        self.queue = answer;
-        if answer == Queue::Shared {
-            return self.fair(streams, true);
+        self.own_gap = OWN_FOR;
+        if self.queue == Queue::Shared {
+            self.shared_gap = (self.shared_gap * 2).min(SHARED_FOR_MAX);
         }
-        self.lift()
+        self.next_ask = elapsed + self.shared_gap;
+        self.queue = Queue::Shared;
+        self.fair(streams, true)
+    }
+
+    /// The queue is the group's own from `elapsed`: the next question comes
+    /// after the gap between questions while it is, which doubles; a later
+    /// sharing starts its own gaps afresh.
+    fn found_own(&mut self, elapsed: Duration) {
+        self.queue = Queue::Own;
+        self.next_ask = elapsed + self.own_gap;
+        self.own_gap = (self.own_gap * 2).min(OWN_FOR_MAX);
+        self.shared_gap = SHARED_FOR;
     }
 
     /// Every cap comes off, the fair share's included.
@@ -461,12 +479,9 @@ impl Auto {
     /// of its own would only raise it, and the next question comes after
     /// OWN_FOR, or sooner if the group's delivery falls.
     fn released(&mut self, elapsed: Duration) -> Vec<Steering> {
-        self.queue = Queue::Own;
         self.clear_since = None;
-        self.shared_gap = SHARED_FOR;
         self.own_gap = OWN_FOR;
-        self.next_ask = elapsed + self.own_gap;
-        self.own_gap = (self.own_gap * 2).min(OWN_FOR_MAX);
+        self.found_own(elapsed);
         self.k = self.ceiling;
         self.lift()
     }
@@ -477,7 +492,8 @@ impl Auto {
     /// counts events (a window's halving), not packets: a burst (flows
     /// arriving in slow start) costs many packets but one halving, and
     /// counting its packets would put the share far below the others'.
-    fn note_losses(&mut self, elapsed: Duration, streams: &[StreamView]) {
+    /// `srtt_us` is the live streams' median sRTT at this tick.
+    fn note_losses(&mut self, elapsed: Duration, streams: &[StreamView], srtt_us: u32) {
         let mut sent = 0u64;
         let mut new = 0u64;
         let was_losing = self.lost.iter().any(|&(_, _, w)| w);
@@ -495,8 +511,6 @@ impl Auto {
         }
         let losing = lost.iter().any(|&(_, _, w)| w);
         self.lost = lost;
-        let live = live(streams);
-        let rtt = (!live.is_empty()).then(|| median_srtt_us(&live) as f64);
         // A stream that left takes its counts along: start the book again.
         if self.book.back().is_some_and(|b| sent < b.sent) {
             self.book.clear();
@@ -507,8 +521,8 @@ impl Auto {
             sent,
             group: before.group + u64::from(losing && !was_losing),
             streams: before.streams + new,
-            rtt_us: before.rtt_us + rtt.unwrap_or(0.0),
-            ticks: before.ticks + u64::from(rtt.is_some()),
+            rtt_us: before.rtt_us + srtt_us as f64,
+            ticks: before.ticks + 1,
         });
         while self.book.len() > 2 && self.book[1].t + FAIR_OVER <= elapsed {
             self.book.pop_front();
@@ -521,20 +535,21 @@ impl Auto {
     /// does a tick whose count went back (a new connection's starts again)
     /// or came from the other count than the last.
     fn note_delivery(&mut self, elapsed: Duration, streams: &[StreamView]) {
-        let moved: u64 = streams
+        let counts: Vec<(usize, (bool, u64))> =
+            streams.iter().map(|v| (v.stream, delivered(v))).collect();
+        let moved: u64 = counts
             .iter()
-            .map(|v| {
-                let (acked, now) = delivered(v);
+            .map(|&(stream, (acked, now))| {
                 let before = self
                     .stream_bytes
                     .iter()
-                    .find(|(s, _)| *s == v.stream)
+                    .find(|(s, _)| *s == stream)
                     .filter(|(_, (a, _))| *a == acked)
                     .map_or(now, |(_, (_, b))| *b);
                 now.saturating_sub(before)
             })
             .sum();
-        self.stream_bytes = streams.iter().map(|v| (v.stream, delivered(v))).collect();
+        self.stream_bytes = counts;
         let total = self.delivered.back().map_or(0, |(_, b)| *b) + moved;
         self.delivered.push_back((elapsed, total));
         while self.delivered.len() > 2 && self.delivered[1].0 + RATE_SPAN <= elapsed {
@@ -556,38 +571,69 @@ impl Auto {
         }
     }
 
+    /// The clean rates' spells below FALL_SHARE of the best, in order, and
+    /// how long the rates cover (spans over RATE_GAP, a yield's, left out).
+    fn low_spells(&self) -> (Duration, Vec<LowSpell>) {
+        let best = self.rates.iter().map(|(_, r)| *r).fold(0.0, f64::max);
+        let low = |r: f64| r < FALL_SHARE * best;
+        let mut covered = Duration::ZERO;
+        let mut spells = Vec::new();
+        let mut open: Option<LowSpell> = None;
+        let mut prev: Option<(Duration, f64)> = None;
+        for &(t, r) in &self.rates {
+            let joined = prev.filter(|(p, _)| t.saturating_sub(*p) <= RATE_GAP);
+            if let Some((p, _)) = joined {
+                covered += t - p;
+            }
+            if let Some(mut spell) = open.take() {
+                match joined {
+                    None => spells.push(LowSpell {
+                        over: true,
+                        ..spell
+                    }),
+                    Some(_) if !low(r) => spells.push(LowSpell {
+                        came_back: true,
+                        over: true,
+                        ..spell
+                    }),
+                    Some(_) => {
+                        spell.last = t;
+                        open = Some(spell);
+                    }
+                }
+            }
+            if low(r) && open.is_none() {
+                open = Some(LowSpell {
+                    start: t,
+                    last: t,
+                    from_high: joined.is_some_and(|(_, before)| !low(before)),
+                    came_back: false,
+                    over: false,
+                });
+            }
+            prev = Some((t, r));
+        }
+        spells.extend(open);
+        (covered, spells)
+    }
+
     /// How long the group's delivery must stay down to count as a fall: the
     /// path's longest spell of low rates that ended, plus FALL_MARGIN; the
     /// longest wait until the rates cover STEADY_FOR.
     fn hold(&self) -> Duration {
-        let Some(best) = self.rates.iter().map(|(_, r)| *r).reduce(f64::max) else {
-            return FALL_RECENT;
-        };
-        let (mut covered, mut longest) = (Duration::ZERO, Duration::ZERO);
-        let mut spell: Option<Duration> = None;
-        let mut prev: Option<Duration> = None;
-        for &(t, r) in &self.rates {
-            let joined = prev.filter(|p| t.saturating_sub(*p) <= RATE_GAP);
-            if let Some(p) = joined {
-                covered += t - p;
-            }
-            // A spell ends at a rate that is not low, or at a gap (a yield):
-            // then it lasted at least as long as it was seen.
-            if let (Some(start), Some(p)) = (spell, prev) {
-                if joined.is_none() || r >= FALL_SHARE * best {
-                    longest = longest.max(p - start);
-                    spell = None;
-                }
-            }
-            if r < FALL_SHARE * best && spell.is_none() {
-                spell = Some(t);
-            }
-            prev = Some(t);
-        }
+        let (covered, spells) = self.low_spells();
         // The spell under way is what is being judged, not the path's past.
         if covered < STEADY_FOR {
             return FALL_RECENT;
         }
+        // A spell that ended at a gap (a yield) lasted at least as long as
+        // it was seen.
+        let longest = spells
+            .iter()
+            .filter(|s| s.over)
+            .map(|s| s.last - s.start)
+            .max()
+            .unwrap_or_default();
         (longest + FALL_MARGIN).clamp(FALL_HOLD_MIN, FALL_RECENT)
     }
 
@@ -599,33 +645,11 @@ impl Auto {
     /// the low rates the span begins with (freed as they left): what a
     /// question must outlast is a source whose own rate comes and goes.
     fn steady(&self) -> bool {
-        let Some(best) = self.rates.iter().map(|(_, r)| *r).reduce(f64::max) else {
-            return false;
-        };
-        let low = |r: f64| r < FALL_SHARE * best;
-        let mut covered = Duration::ZERO;
-        // The low rates under way: since when, and whether a rate that was
-        // not low came just before them.
-        let mut run: Option<(Duration, bool)> = None;
-        let mut prev: Option<(Duration, f64)> = None;
-        for &(t, r) in &self.rates {
-            let joined = prev.filter(|(p, _)| t.saturating_sub(*p) <= RATE_GAP);
-            match joined {
-                Some((p, _)) => covered += t - p,
-                None => run = None,
-            }
-            if low(r) {
-                if run.is_none() {
-                    run = Some((t, joined.is_some_and(|(_, before)| !low(before))));
-                }
-            } else if let (Some((start, from_high)), Some((p, _))) = (run.take(), joined) {
-                if from_high && p - start > SWING_FOR {
-                    return false;
-                }
-            }
-            prev = Some((t, r));
-        }
+        let (covered, spells) = self.low_spells();
         covered >= STEADY_FOR
+            && !spells
+                .iter()
+                .any(|s| s.from_high && s.came_back && s.last - s.start > SWING_FOR)
     }
 
     /// When the group's delivery fell and stayed down while the queue was its
@@ -743,8 +767,9 @@ impl Auto {
         asked
     }
 
-    /// The queue the streams see: their median sRTT above the base RTT.
-    fn measure(&mut self, streams: &[StreamView]) -> Option<(u32, u32)> {
+    /// The queue the streams see: their median sRTT above the base RTT; with
+    /// the base RTT and that median.
+    fn measure(&mut self, streams: &[StreamView]) -> Option<(u32, u32, u32)> {
         let live = live(streams);
         if live.is_empty() {
             return None;
@@ -758,7 +783,8 @@ impl Auto {
             self.base_us = Some(self.base_us.map_or(m, |b| b.min(m)));
         }
         let base = self.base_us?;
-        Some((median_srtt_us(&live).saturating_sub(base), base))
+        let srtt = median_srtt_us(&live);
+        Some((srtt.saturating_sub(base), base, srtt))
     }
 }
 
@@ -782,11 +808,11 @@ impl Steer for Auto {
     }
 
     fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
-        let Some((queue, base)) = self.measure(streams) else {
+        let Some((queue, base, srtt)) = self.measure(streams) else {
             return Vec::new();
         };
         self.queue_us = queue;
-        self.note_losses(elapsed, streams);
+        self.note_losses(elapsed, streams, srtt);
         self.note_delivery(elapsed, streams);
         let target = Self::target_us(base as f64);
         let standing = queue as f64 > target;
@@ -1176,7 +1202,7 @@ mod tests {
             v[1].info.as_mut().unwrap().total_retrans = *l;
             v[3].info.as_mut().unwrap().total_retrans = other[n];
             v[2].info.as_mut().unwrap().data_segs_out = 1000 * (n as u32 + 1);
-            a.note_losses(Duration::from_millis(100 * n as u64), &v);
+            a.note_losses(Duration::from_millis(100 * n as u64), &v, 70_000);
         }
         // Stream 1: a burst over three ticks, then one more loss: two
         // halvings. Stream 3 lost during stream 1's burst: its own halving,
@@ -1190,7 +1216,7 @@ mod tests {
         let mut v = views(70.0);
         v[1].info.as_mut().unwrap().total_retrans = 2;
         v[2].info.as_mut().unwrap().data_segs_out = 10_000;
-        a.note_losses(Duration::from_millis(900), &v);
+        a.note_losses(Duration::from_millis(900), &v, 70_000);
         assert_eq!(a.book.back().unwrap().streams, 3);
     }
 

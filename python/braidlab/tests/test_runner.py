@@ -135,7 +135,6 @@ def test_a_signal_during_a_cell_stops_the_run_even_when_the_cell_then_fails(fake
     assert sum("attempt" in s for s in said) == 2 * 3
 
 
-
 def _iv(t, *streams):
     from braidlab import records
     return records.Interval(t=t, bytes=sum(b for b, _ in streams), mbps=0.0, streams=[
