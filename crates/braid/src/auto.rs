@@ -180,7 +180,18 @@ const FAIR_MIN_EVENTS: u64 = 2;
 /// How long after the first loss event since a fall its streams' own events
 /// still belong to it (they lose at moments apart within one overflow).
 const BURST_FOR: Duration = Duration::from_secs(1);
-const FAIR_RETELL: f64 = 0.1;
+/// The caps are retold when the share moved by more than this: the steps
+/// stay well inside the 10 % band a settled rate is judged in.
+const FAIR_RETELL: f64 = 0.05;
+/// While the group is held at its share, the loss rate counts from when the
+/// sharing began, not over a sliding FAIR_OVER: over 60 s the share beside
+/// five arriving Reno flows climbed by a third in the phase's last 20 s, as
+/// the events of its first minute aged out (adaptive-steady-3), where the
+/// count since they came converges. The span starts afresh when the last
+/// FAIR_OVER's count of the streams' events lies more than CHANGE_SIGMA
+/// standard deviations (a Poisson count's) from what the span's rate
+/// expects of it: others came or left, and the old rate no longer holds.
+const CHANGE_SIGMA: f64 = 3.0;
 /// Held at the fair share, the strength is what lets the group reach it: a
 /// TCP-P group of nine at k = 1 moves less than one Reno flow (0.59 of one in
 /// Cho and Bettati's Fig. 3 cell; beside 5 Reno flows auto held at k = 1 moved
@@ -203,6 +214,20 @@ struct Booked {
     /// swings by half with their sawtooth, and Reno's rate follows the mean).
     rtt_us: f64,
     ticks: u64,
+}
+
+/// The loss episode a fall began with (the newcomers' slow start
+/// overflowing the queue), to be left out of the share once it is over.
+#[derive(Clone, Copy, Debug)]
+enum Burst {
+    /// No fall began the span: nothing to leave out.
+    Unsought,
+    /// A fall began it; no group event since.
+    Awaited,
+    /// The first group event since the fall, at this tick.
+    Began(Duration),
+    /// Over: the counts at the first tick BURST_FOR after it began.
+    Ended(Booked),
 }
 
 /// A spell of the group's clean rates below FALL_SHARE of the best: its
@@ -259,6 +284,11 @@ pub struct Auto {
     /// Since when the group's delivery has been down, if a fall asked the
     /// last question: the newcomers' loss rate is that since then.
     fell_since: Option<Duration>,
+    /// The counts where the share's span begins (the fall's start, or when
+    /// others were found sharing without one), kept past FAIR_OVER while the
+    /// group is held; and the fall's burst.
+    span: Option<Booked>,
+    burst: Burst,
     /// The fair share the streams' caps were last set from, bytes per second.
     fair_told: Option<f64>,
     /// The last question found the room taken, or the group's delivery fell
@@ -298,6 +328,8 @@ impl Auto {
             lost: Vec::new(),
             clear_since: None,
             fell_since: None,
+            span: None,
+            burst: Burst::Unsought,
             fair_told: None,
             confirming: false,
             answered: Duration::ZERO,
@@ -437,6 +469,9 @@ impl Auto {
         }
         self.next_ask = elapsed + self.shared_gap;
         self.queue = Queue::Shared;
+        if self.span.is_none() {
+            self.span = self.book.back().copied();
+        }
         self.fair(streams, true)
     }
 
@@ -454,6 +489,8 @@ impl Auto {
     fn lift(&mut self) -> Vec<Steering> {
         self.fair_told = None;
         self.fell_since = None;
+        self.span = None;
+        self.burst = Burst::Unsought;
         self.paced
             .drain(..)
             .map(|s| Steering::Pace(s, None))
@@ -511,21 +548,88 @@ impl Auto {
         }
         let losing = lost.iter().any(|&(_, _, w)| w);
         self.lost = lost;
-        // A stream that left takes its counts along: start the book again.
+        // A stream that left takes its counts along: start the book again,
+        // and the share's span with it.
         if self.book.back().is_some_and(|b| sent < b.sent) {
             self.book.clear();
+            self.span = None;
+            self.burst = Burst::Unsought;
         }
         let before = self.book.back().copied().unwrap_or_default();
-        self.book.push_back(Booked {
+        let now = Booked {
             t: elapsed,
             sent,
             group: before.group + u64::from(losing && !was_losing),
             streams: before.streams + new,
             rtt_us: before.rtt_us + srtt_us as f64,
             ticks: before.ticks + 1,
-        });
+        };
+        self.book.push_back(now);
         while self.book.len() > 2 && self.book[1].t + FAIR_OVER <= elapsed {
             self.book.pop_front();
+        }
+        self.note_burst(now);
+        if self.queue == Queue::Shared {
+            self.restart_span_on_change();
+        }
+    }
+
+    /// The fall that asks the next question began at `since`: the share
+    /// counts from there, and the loss episode it began with (found among
+    /// the ticks already booked, as the fall is judged seconds after it
+    /// began) is left out once over.
+    fn began_falling(&mut self, since: Duration) {
+        self.fell_since = Some(since);
+        self.span = self.book.iter().find(|b| b.t >= since).copied();
+        self.burst = Burst::Awaited;
+        let after: Vec<Booked> = self.book.iter().filter(|b| b.t > since).copied().collect();
+        for b in after {
+            self.note_burst(b);
+        }
+    }
+
+    /// The burst's state after the tick booked as `b`.
+    fn note_burst(&mut self, b: Booked) {
+        let Some(span) = self.span else { return };
+        self.burst = match self.burst {
+            Burst::Awaited if b.group > span.group => Burst::Began(b.t),
+            Burst::Began(t) if b.t >= t + BURST_FOR => Burst::Ended(b),
+            other => other,
+        };
+    }
+
+    /// Starts the share's span afresh at the oldest booked tick when the
+    /// streams' loss events over the book (FAIR_OVER, all of it inside the
+    /// span) are more or fewer than the span's rate can explain.
+    fn restart_span_on_change(&mut self) {
+        let (Some(from), Some(window), Some(last)) = (
+            self.anchor(),
+            self.book.front().copied(),
+            self.book.back().copied(),
+        ) else {
+            return;
+        };
+        if window.t <= from.t || last.t < window.t + FAIR_OVER - self.interval() {
+            return;
+        }
+        let Some(sent) = last.sent.checked_sub(from.sent).filter(|s| *s > 0) else {
+            return;
+        };
+        let per_packet = (last.streams - from.streams) as f64 / sent as f64;
+        let expected = per_packet * (last.sent - window.sent) as f64;
+        let seen = (last.streams - window.streams) as f64;
+        if (seen - expected).abs() > CHANGE_SIGMA * expected.max(1.0).sqrt() {
+            self.span = Some(window);
+            self.burst = Burst::Unsought;
+        }
+    }
+
+    /// Where the share's loss rate counts from while the group is held: past
+    /// the fall's burst once it is over, else the span's start.
+    fn anchor(&self) -> Option<Booked> {
+        match self.burst {
+            Burst::Ended(b) => Some(b),
+            _ => self.span,
         }
     }
 
@@ -679,10 +783,11 @@ impl Auto {
         }
     }
 
-    /// The loss events per packet one flow in the group's place would see,
-    /// over the last FAIR_OVER once enough came; after a fall, over the time
-    /// since it began if enough came since (the loss rate the newcomers make,
-    /// not the idle path's before them).
+    /// The loss events per packet one flow in the group's place would see:
+    /// after a fall, over the time since it began once enough came (the loss
+    /// rate the newcomers make, not the idle path's before them); else over
+    /// the last FAIR_OVER, or the share's span where that is longer (see
+    /// CHANGE_SIGMA).
     ///
     /// A flow as large as the group would lose in nearly every overflow that
     /// touches any of its streams and count the group's events; one as small
@@ -707,22 +812,19 @@ impl Auto {
             (group >= 1 && streams >= FAIR_MIN_EVENTS)
                 .then(|| ((group as f64 / sent * streams as f64 / sent).sqrt(), rtt_s))
         };
-        let since = self
-            .fell_since
-            .and_then(|f| self.book.iter().find(|b| b.t >= f));
         // The first loss episode after a fall began is the newcomers' slow
         // start overflowing the queue: one halving for every flow, but not
         // the loss rate they go on to make. Counted, it put the share at 8
         // Mb/s beside 5 arriving Reno flows, and the share took a minute to
         // climb to the 11 that held once it had aged out (adaptive-steady-2).
-        let after_burst = since.and_then(|s| {
-            let burst = self.book.iter().find(|b| b.group > s.group)?;
-            self.book.iter().find(|b| b.t >= burst.t + BURST_FOR)
-        });
-        after_burst
-            .and_then(over)
-            .or_else(|| since.and_then(over))
-            .or_else(|| over(self.book.front()?))
+        let window = self.book.front()?;
+        match (self.burst, self.span) {
+            (Burst::Ended(b), Some(span)) => over(&b).or_else(|| over(&span)),
+            (Burst::Unsought, Some(span)) if span.t < window.t => over(&span),
+            (Burst::Unsought, _) => None,
+            (_, span) => span.as_ref().and_then(over),
+        }
+        .or_else(|| over(window))
     }
 
     /// What `floor` Reno flows take at the loss rate and RTT `loss_rate`
@@ -854,7 +956,7 @@ impl Steer for Auto {
             // last): a room found taken now needs no second question.
             self.next_ask = self.next_ask.min(elapsed);
             self.confirming = true;
-            self.fell_since = Some(since);
+            self.began_falling(since);
         }
         // A question waits for a queue to ask about, but one that confirms
         // does not: a group held at its share beside a stiff source builds
@@ -1536,12 +1638,12 @@ mod tests {
         let (whole, rtt_whole) = a.loss_rate().unwrap();
         assert!((whole - 9.0 / 20_000.0).abs() < 1e-9, "{whole}");
         assert!((rtt_whole - 0.078).abs() < 1e-9, "{rtt_whole}");
-        a.fell_since = Some(ms(16_000));
+        a.began_falling(ms(16_000));
         let (since, rtt_since) = a.loss_rate().unwrap();
         assert!((since - 4.0 / 4_000.0).abs() < 1e-9, "{since}");
         assert!((rtt_since - 0.110).abs() < 1e-9, "{rtt_since}");
         // Too few events since the fall: the whole window speaks.
-        a.fell_since = Some(ms(19_500));
+        a.began_falling(ms(19_500));
         assert_eq!(a.loss_rate(), Some((whole, rtt_whole)));
     }
 
@@ -1568,16 +1670,78 @@ mod tests {
                 ticks: i,
             });
         }
-        a.fell_since = Some(Duration::from_secs(10));
+        a.began_falling(Duration::from_secs(10));
         // From 12 s on: 4 and 8 events among 32000 packets.
         let (p, _) = a.loss_rate().unwrap();
         let want = (4.0f64 * 8.0).sqrt() / 32_000.0;
         assert!((p - want).abs() < 1e-12, "{p} against {want}");
         // Too few since the burst (the fall began at 17 s): since the fall.
-        a.fell_since = Some(Duration::from_secs(17));
+        a.began_falling(Duration::from_secs(17));
         let (p, _) = a.loss_rate().unwrap();
         let want = 2.0f64.sqrt() / 12_000.0;
         assert!((p - want).abs() < 1e-12, "{p} against {want}");
+    }
+
+    /// Held at its share from the start: `lost` gives stream 0's packets
+    /// lost by each tick of 100 ms (four streams at 100 ms sending 1000
+    /// packets a second each); the loss rate the share would use at `at`.
+    fn held_loss_rate(lost: impl Fn(Duration) -> u32, at: &[u64]) -> Vec<f64> {
+        let mut a = Auto::new(1, 4, Strength::ONE);
+        a.queue = Queue::Shared;
+        let mut out = Vec::new();
+        for ms in (0..=*at.iter().max().unwrap() * 1000).step_by(100) {
+            let t = Duration::from_millis(ms);
+            let mut v = views(100.0);
+            for s in &mut v {
+                s.info.as_mut().unwrap().data_segs_out = ms as u32;
+            }
+            v[0].info.as_mut().unwrap().total_retrans = lost(t);
+            a.note_losses(t, &v, 100_000);
+            if a.span.is_none() {
+                a.span = a.book.front().copied();
+            }
+            if at.iter().any(|s| s * 1000 == ms) {
+                out.push(a.loss_rate().unwrap().0);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn held_at_its_share_the_loss_rate_counts_from_when_the_sharing_began() {
+        // An event a second for 30 s, then one every 2 s: at 90 s the last
+        // minute alone would say 30 among 240,000 packets, the span says 60
+        // among 360,000 (a third more), and the share does not climb as the
+        // first 30 s age out.
+        let lost = |t: Duration| {
+            let s = t.as_secs() as u32;
+            if s <= 30 {
+                s
+            } else {
+                30 + (s - 30) / 2
+            }
+        };
+        let p = held_loss_rate(lost, &[90]);
+        let want = 60.0 / 360_000.0;
+        assert!((p[0] - want).abs() < 0.02 * want, "{} against {want}", p[0]);
+    }
+
+    #[test]
+    fn the_span_starts_again_when_the_losses_change_more_than_chance_explains() {
+        // One event every 2 s for 90 s, then four a second (others came):
+        // the span restarts, and 60 s after the change the loss rate is
+        // within a fifth of the new one (1 among 1000 packets).
+        let lost = |t: Duration| {
+            let ms = t.as_millis() as u32;
+            if ms <= 90_000 {
+                ms / 2000
+            } else {
+                45 + (ms - 90_000) / 250
+            }
+        };
+        let p = held_loss_rate(lost, &[89, 150]);
+        assert!((p[0] - 1.0 / 8000.0).abs() < 0.05 / 8000.0, "{}", p[0]);
+        assert!((p[1] - 1e-3).abs() < 0.2e-3, "{}", p[1]);
     }
 
     #[test]
@@ -1606,7 +1770,7 @@ mod tests {
             "{kept} of {rates}"
         );
         // After a fall: down to Mathis' rate for p = 4 / 16000 at 100 ms.
-        a.fell_since = Some(Duration::from_secs(16));
+        a.began_falling(Duration::from_secs(16));
         let share = mathis_bps(1448.0, 0.1, 2.5e-4, C_PERIODIC) / 8.0;
         assert!(share < 0.5 * YIELD_SHARE * rates);
         let fallen = total(&a.begin_yield(Duration::from_secs(20), &v));
