@@ -9,6 +9,8 @@ apt_packages=(
   iproute2 nftables ethtool util-linux iputils-ping             # testbeds
   iperf3 fping                                                  # reference peers and probes
   rsync netcat-openbsd                                          # the small-files benchmark's peers
+  globus-gridftp-server-progs globus-gass-copy-progs            # GridFTP, beside braid on a WAN path
+  xrootd-server xrootd-client                                   # XRootD, likewise
   openssh-client openssh-server                                 # starting a far end over ssh (tests: sshd)
 )
 missing=()
