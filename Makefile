@@ -1,6 +1,6 @@
 # The two commands of README: `make demo` and `make test`. Both set up first.
 # `make fast` is the tier to run on every change (no root).
-.PHONY: setup demo test fast clean bench-link bench-engine bench-files fuzz
+.PHONY: setup demo test fast clean bench-link bench-engine bench-files bench-wan fuzz
 
 setup:
 	bash scripts/setup.sh
@@ -22,6 +22,9 @@ bench-engine: setup
 
 bench-files: setup
 	.venv/bin/python benches/files.py
+
+bench-wan: setup
+	.venv/bin/python benches/wan.py
 
 # The braid-wire decoder under libFuzzer (nightly toolchain, cargo-fuzz).
 FUZZ_SECONDS ?= 60

@@ -19,6 +19,8 @@ from pathlib import Path
 from .proc import CommandError, run
 
 PREFIX = "braid-"
+# `ip netns exec NAME` mounts the files of /etc/netns/NAME over /etc's: a namespace's own hosts.
+ETC = Path("/etc/netns")
 _NAME = re.compile(r"^braid-(\d+)-[A-Za-z0-9]+-[A-Za-z0-9]+$")
 
 
@@ -59,12 +61,22 @@ class Namespace:
         self._procs.append(p)
         return p
 
+    def name_address(self, addr: str, *names: str) -> None:
+        """Gives `addr` these names inside this namespace (its own /etc/hosts, mounted by
+        `ip netns exec` for every command from now on). Some servers look up the address they
+        listen on, or the machine's name, and will not start when nothing answers, as no DNS
+        does from a testbed."""
+        d = ETC / self.name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "hosts").write_text(f"127.0.0.1 localhost\n{addr} {' '.join(names)}\n")
+
     def delete(self) -> None:
         """Ends the processes this object started (by pid), then removes the namespace."""
         for p in self._procs:
             stop(p)
         self._procs.clear()
         run(["ip", "netns", "del", self.name], check=False)
+        _forget_etc(self.name)
 
 
 def _die_with_parent() -> None:
@@ -126,7 +138,8 @@ def _alive(pid: int) -> bool:
 
 
 def clean() -> list[str]:
-    """Removes stale braidlab namespaces; returns their names."""
+    """Removes stale braidlab namespaces, and the /etc files of any braidlab namespace that is
+    gone; returns the namespaces' names."""
     removed = []
     for name in stale_namespaces():
         try:
@@ -134,7 +147,23 @@ def clean() -> list[str]:
             removed.append(name)
         except CommandError:
             pass
+    live = set(run(["ip", "netns", "list"]).split())
+    if ETC.is_dir():
+        for d in ETC.iterdir():
+            if _NAME.match(d.name) and d.name not in live:
+                _forget_etc(d.name)
     return removed
+
+
+def _forget_etc(name: str) -> None:
+    d = ETC / name
+    if d.is_dir():
+        for f in d.iterdir():
+            f.unlink()
+        d.rmdir()
+    # /etc/netns itself only if braidlab's were all it held.
+    if ETC.is_dir() and not any(ETC.iterdir()):
+        ETC.rmdir()
 
 
 def wait_until(pred, timeout: float, interval: float = 0.1):

@@ -126,10 +126,13 @@ def cell_metrics(cell: MeasuredCell) -> dict:
 
 def _binned(cell: MeasuredCell, after: float) -> tuple[list[float], list[list[float]]]:
     """The series after `after` as (interval times, each stream's Mb/s per interval); a stream
-    absent from an interval (not yet dialled, or gone) counts as 0."""
+    absent from an interval (not yet dialled, or gone) counts as 0. An interval past the bench's
+    duration is its tail, after the sender stopped (what the last second acknowledged, at half
+    the rate or less): counted, it took a transfer that held its rate out of the settled band."""
     by_t: dict[float, dict[int, float]] = defaultdict(dict)
+    last = cell.omit + cell.seconds + 1e-6
     for p in cell.series:
-        if p.t > after:
+        if after < p.t <= last:
             by_t[p.t][p.stream] = p.mbps
     ts = sorted(by_t)
     streams = sorted({s for v in by_t.values() for s in v})

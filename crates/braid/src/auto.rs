@@ -31,7 +31,7 @@
 //! short transfer does not pay for it. Asking costs the yield's 30 % (8 %
 //! on a steady path) for 5 s: while the queue is the group's own, 30 s after
 //! the first answer, then 60 s, then every 120 s (at 30 s on an idle path it cost 5 % of the
-//! rate); every 10 to 20 s while others share it. It is what finds flows that
+//! rate); every 30 to 60 s, and shallow, while others share it. It is what finds flows that
 //! arrive while the group
 //! runs strong (beside a group of strength 9, 5 Reno flows hold a third of
 //! the path and cannot grow, and the queue does not tell them from a stiff
@@ -43,8 +43,10 @@
 //! own past says: 3 s where the group's rate held steady, the longest low
 //! spell seen plus 2 s (at most 8 s) beside a source that swings. A question
 //! a fall asked takes a first "taken" as the answer, yields down to that
-//! share at once, and the share it holds the group to comes from the losses
-//! since the fall began, not from the idle path's before it.
+//! share at once (for a second 5 s if nobody filled the room in the first:
+//! newcomers halved by their own slow start fill a large room slowly), and
+//! the share it holds the group to comes from the losses since the fall
+//! began, not from the idle path's before it.
 //! Flows that grow slower than the yield gives room (one Reno flow
 //! on a long path: a packet per RTT against a third of the group's window)
 //! stay small beside a strong group; the group finds the room untaken.
@@ -54,8 +56,11 @@
 //! 68 ms path, from 60 % of the path to a sixth in about 30 s). So while
 //! others share the path the group's rate is capped at what `--fair-share`
 //! Reno flows take at the loss rate its streams see (Mathis, with p the loss
-//! events per packet over the last 60 s). Held there, k follows what the
-//! group delivers, not the queue (others hold one too): it rises while the
+//! events per packet since the sharing began: since the fall that asked, or
+//! over the last 60 s until the sharing is older than that). The count
+//! converges rather than forgets, and starts afresh when the last minute's
+//! events say the rate changed. Held there, k follows what the group
+//! delivers, not the queue (others hold one too): it rises while the
 //! group moves less than the cap, since nine TCP-P streams at k = 1 move
 //! less than one Reno flow, and holds once the cap is what limits it. The
 //! RTT of the cap is the mean over the span p is counted on, so the cap does
@@ -195,6 +200,13 @@ const FAIR_RETELL: f64 = 0.05;
 /// standard deviations (a Poisson count's) from what the span's rate
 /// expects of it: others came or left, and the old rate no longer holds.
 const CHANGE_SIGMA: f64 = 3.0;
+/// Found sharing without a fall, the group counts over the last FAIR_OVER
+/// until its span covers this long, then over the span alone: the minute
+/// before the answer holds the transfer's own slow start, whose overflow
+/// costs every stream a halving and is no part of the loss rate that
+/// follows (counted from the start, the share beside 5 CUBIC flows sat at
+/// 0.67 of one Reno stream's rate, adaptive-rare-busy).
+const SPAN_MIN: Duration = Duration::from_secs(30);
 /// Held at the fair share, the strength is what lets the group reach it: a
 /// TCP-P group of nine at k = 1 moves less than one Reno flow (0.59 of one in
 /// Cho and Bettati's Fig. 3 cell; beside 5 Reno flows auto held at k = 1 moved
@@ -839,7 +851,7 @@ impl Auto {
         let window = self.book.front()?;
         match (self.burst, self.span) {
             (Burst::Ended(b), Some(span)) => over(&b).or_else(|| over(&span)),
-            (Burst::Unsought, Some(span)) if span.t < window.t => over(&span),
+            (Burst::Unsought, Some(span)) if last.t >= span.t + SPAN_MIN => over(&span),
             (Burst::Unsought, _) => None,
             (_, span) => span.as_ref().and_then(over),
         }
@@ -1761,12 +1773,12 @@ mod tests {
         assert!((p - want).abs() < 1e-12, "{p} against {want}");
     }
 
-    /// Held at its share from the start: `lost` gives stream 0's packets
-    /// lost by each tick of 100 ms (four streams at 100 ms sending 1000
-    /// packets a second each); the loss rate the share would use at `at`.
-    fn held_loss_rate(lost: impl Fn(Duration) -> u32, at: &[u64]) -> Vec<f64> {
+    /// Found sharing (no fall) at `shared_at` s: `lost` gives stream 0's
+    /// packets lost by each tick of 100 ms (four streams at 100 ms sending
+    /// 1000 packets a second each); the loss rate the share would use at
+    /// `at`.
+    fn held_loss_rate(lost: impl Fn(Duration) -> u32, shared_at: u64, at: &[u64]) -> Vec<f64> {
         let mut a = Auto::new(1, 4, Strength::ONE);
-        a.queue = Queue::Shared;
         let mut out = Vec::new();
         for ms in (0..=*at.iter().max().unwrap() * 1000).step_by(100) {
             let t = Duration::from_millis(ms);
@@ -1776,8 +1788,9 @@ mod tests {
             }
             v[0].info.as_mut().unwrap().total_retrans = lost(t);
             a.note_losses(t, &v, 100_000);
-            if a.span.is_none() {
-                a.span = a.book.front().copied();
+            if ms == shared_at * 1000 {
+                a.queue = Queue::Shared;
+                a.span = a.book.back().copied();
             }
             if at.iter().any(|s| s * 1000 == ms) {
                 out.push(a.loss_rate().unwrap().0);
@@ -1800,9 +1813,30 @@ mod tests {
                 30 + (s - 30) / 2
             }
         };
-        let p = held_loss_rate(lost, &[90]);
+        let p = held_loss_rate(lost, 0, &[90]);
         let want = 60.0 / 360_000.0;
         assert!((p[0] - want).abs() < 0.02 * want, "{} against {want}", p[0]);
+    }
+
+    #[test]
+    fn found_sharing_by_a_question_the_transfers_own_start_ages_out_of_the_count() {
+        // Ten events in the first 2 s (the group's slow start overflowing),
+        // then one every 2 s; the question finds others there at 22 s. At
+        // 40 s the span is too short and the last minute speaks (slow start
+        // and all); from 52 s the span alone, one in 8000 packets.
+        let lost = |t: Duration| {
+            let ms = t.as_millis() as u32;
+            if ms < 2000 {
+                ms / 200
+            } else {
+                10 + (ms - 2000) / 2000
+            }
+        };
+        let p = held_loss_rate(lost, 22, &[40, 60, 120]);
+        let steady = 1.0 / 8000.0;
+        assert!(p[0] > 1.3 * steady, "{}", p[0]);
+        assert!((p[1] - steady).abs() < 0.1 * steady, "{}", p[1]);
+        assert!((p[2] - steady).abs() < 0.05 * steady, "{}", p[2]);
     }
 
     #[test]
@@ -1818,7 +1852,7 @@ mod tests {
                 45 + (ms - 90_000) / 250
             }
         };
-        let p = held_loss_rate(lost, &[89, 150]);
+        let p = held_loss_rate(lost, 0, &[89, 150]);
         assert!((p[0] - 1.0 / 8000.0).abs() < 0.05 / 8000.0, "{}", p[0]);
         assert!((p[1] - 1e-3).abs() < 0.2e-3, "{}", p[1]);
     }

@@ -177,6 +177,9 @@ def test_phases_of_competitors_that_arrive_and_leave():
     total = {t: 80.0 if t <= 10 else (48.0 if t <= 12 else 16.0) if t <= 20 else (48.0 if t <= 21 else 80.0)
              for t in range(1, 31)}
     c["series"] = [[float(t), i, total[t] / 2, 50, 70.0] for t in range(1, 31) for i in (0, 1)]
+    # The bench's last record, past its 30 s, is the tail after the sender stopped: not counted.
+    c["series"] += [[31.0, i, 12.0, 50, 70.0] for i in (0, 1)]
+    c["seconds"] = 30
     c["changes"] = [10.0, 20.0]
     m = results.cell_metrics(typed(c))
     assert m["mbps_alone"] == pytest.approx(80.0)

@@ -1,0 +1,200 @@
+"""One file over an emulated WAN: braid against GridFTP, XRootD and rsync, in
+one run; prints figures, asserts nothing.
+
+    make bench-wan      (or: .venv/bin/python benches/wan.py [--busy] [--size 512M])
+
+The path is Hacker 2004's (experiments/hacker2004.toml): 100 Mb/s, 68 ms,
+random loss of 1e-5, a 400-packet drop-tail queue, braid-link in a router
+namespace between two hosts. Every round copies one --size file (512 MiB
+of random bytes, page-cached at the sender) with every tool, in an order
+shuffled per round so that a slow moment of the machine falls on all of
+them; each copy is timed to the client's exit plus a sync at the receiver
+(braid answers only once the file is verified and durable; the others do
+neither), then its bytes are compared with the source's.
+
+With --busy, 5 Reno flows (iperf3 -P 5 between a second pair of hosts)
+cross the same bottleneck for the whole run. Each tool's copy runs beside
+them, and their rate over the --quiet seconds before the copy and during it
+(bytes their receiver took in) says what the tool took from them: what
+Hacker 2004 calls appropriation, with the flows' own rate just before as
+the baseline. One flow's fair share of the path is a sixth of it.
+
+The tools, each with as many TCP connections as the others where it has
+the knob: braid --mode auto -n 9 (steers itself: all nine on an idle path,
+one flow's share on a busy one), braid --mode parallel -n 8, braid --mode
+single, globus-url-copy -p 8 and -p 1 (GridFTP's parallel streams in
+extended block mode), xrdcp --streams 8 (XRootD), rsync to its daemon.
+Needs root, the controls installed for auto (`braid cc install`), and the
+Debian packages `make setup` installs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from braidlab import braid, engine, peers
+from braidlab.dumbbell import Dumbbell
+from braidlab.engine import Method
+from braidlab.netns import wait_until
+from braidlab.peers import Peer
+
+FORWARD = "rate 100mbit delay 34ms limit 400 loss random 0.001%"
+REVERSE = "delay 34ms"
+IPERF_PORT = 5201
+
+PEERS = [
+    Peer("braid", 9, Method("auto", 9)),
+    Peer("braid", 8, Method("parallel", 8, cc="reno")),
+    Peer("braid", 1, Method("single", 1, cc="reno")),
+    Peer("gridftp", 8),
+    Peer("gridftp", 1),
+    Peer("xrootd", 8),
+    Peer("rsync"),
+]
+
+
+def size_arg(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    try:
+        n = int(t[:-1]) * units[t[-1]] if t and t[-1] in units else int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (512M, 1G, 1048576)") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the file must hold at least one byte")
+    return n
+
+
+def make_file(path: Path, size: int) -> None:
+    rng = random.Random(11)
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 8 << 20)
+            f.write(rng.randbytes(n))
+            left -= n
+
+
+def rx_bytes(host) -> int:
+    """What the host's interface has taken in, in bytes (its namespace's own counters)."""
+    return int(host.run("cat", "/sys/class/net/eth0/statistics/rx_bytes").strip())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=size_arg, default=512 << 20, help="the file's size (default 512M)")
+    ap.add_argument("--runs", type=int, default=2, help="rounds of every tool (default 2)")
+    ap.add_argument("--busy", action="store_true", help="5 Reno flows share the bottleneck throughout")
+    ap.add_argument("--quiet", type=float, default=15.0,
+                    help="--busy: seconds the flows run alone before each copy (default 15)")
+    ap.add_argument("--path", default=FORWARD, help=f"braid-link's forward spec (default: {FORWARD!r})")
+    ap.add_argument("--only", default="", help="comma-separated kinds to keep (braid,gridftp,xrootd,rsync)")
+    ap.add_argument("--dir", type=Path, default=None, help="where the files go (default: a new dir in /var/tmp)")
+    a = ap.parse_args()
+    if a.runs < 1:
+        sys.exit("bench-wan: --runs must be at least 1")
+    if os.geteuid() != 0:
+        sys.exit("bench-wan: needs root (network namespaces)")
+    chosen = [p for p in PEERS if not a.only or p.kind in a.only.split(",")]
+    if not chosen:
+        sys.exit(f"bench-wan: --only {a.only!r} keeps no tool")
+    lacking = peers.missing(chosen)
+    if lacking:
+        sys.exit(f"bench-wan: missing {', '.join(lacking)}; `make setup` installs them")
+    installed_here = False
+    if any(p.method and p.method.mode == "auto" for p in chosen) and not braid.cc_status()["installed"]:
+        braid.cc("install")
+        installed_here = True
+
+    work = Path(tempfile.mkdtemp(prefix="braid-bench-wan-", dir=a.dir or "/var/tmp"))
+    work.chmod(0o755)  # GridFTP's and XRootD's servers run as nobody
+    try:
+        src = work / "src.bin"
+        make_file(src, a.size)
+        want = peers.digest(src)
+        print(f"file: {a.size / 2**20:.0f} MiB on {work}; path: {a.path}"
+              f"{'; beside 5 Reno flows' if a.busy else ''}")
+        with Dumbbell(a.path, REVERSE, pairs=2 if a.busy else 1, tag="wan", run_dir=work / "testbed") as db:
+            snd, rcv = db.senders[0], db.receivers[0]
+            token = engine.token_file(work)
+            # One server of each kind: the client asks for the mode and the streams.
+            servers = {}
+            for p in chosen:
+                if p.kind not in servers:
+                    servers[p.kind] = peers.serve(p, rcv, work / "roots" / p.kind, work / "servers" / p.kind,
+                                                  token=token)
+            flows = None
+            if a.busy:
+                flows_rcv = db.receivers[1]
+                flows_rcv.ns.popen(["iperf3", "-s", "-p", str(IPERF_PORT)], log=work / "iperf3-server.out")
+                wait_until(lambda: peers.listens(flows_rcv, IPERF_PORT), timeout=10)
+                flows = db.senders[1].ns.popen(["iperf3", "-c", flows_rcv.addr, "-p", str(IPERF_PORT), "-P", "5",
+                                                "-C", "reno", "-t", "86400", "-i", "0"],
+                                               log=work / "iperf3-client.out")
+            timeout = max(600.0, a.size * 8 / 1e6 * 4)
+            runs: list[list[dict]] = [[] for _ in chosen]
+            for r in range(a.runs):
+                order = list(range(len(chosen)))
+                random.Random(r).shuffle(order)
+                for i in order:
+                    p = chosen[i]
+                    server = dataclasses.replace(servers[p.kind], peer=p)
+                    row = {}
+                    if flows:
+                        before = rx_bytes(db.receivers[1])
+                        time.sleep(a.quiet)
+                        row["alone_mbps"] = (rx_bytes(db.receivers[1]) - before) * 8 / a.quiet / 1e6
+                        before = rx_bytes(db.receivers[1])
+                    copied = peers.timed_copy(server, snd, src, timeout)
+                    secs = copied.seconds
+                    if flows:
+                        row["beside_mbps"] = (rx_bytes(db.receivers[1]) - before) * 8 / secs / 1e6
+                    dest = server.copy_of(src)
+                    if not peers.same_bytes(src, dest, want):
+                        sys.exit(f"bench-wan: {p.name} left {dest} unlike the source")
+                    dest.unlink()
+                    row["secs"] = secs
+                    row["conns"] = copied.connections
+                    row["mbps"] = a.size * 8 / secs / 1e6
+                    runs[i].append(row)
+                    extra = (f", the 5 flows {row['alone_mbps']:.1f} -> {row['beside_mbps']:.1f} Mb/s"
+                             if flows else "")
+                    print(f"run {r + 1}: {p.name}: {secs:.1f} s, {row['mbps']:.1f} Mb/s, "
+                          f"{copied.connections} connections at most{extra}", flush=True)
+            for s in servers.values():
+                s.stop()
+        print()
+        if a.busy:
+            print("| tool | Mb/s (each run) | median Mb/s | 5 Reno flows alone -> beside it, Mb/s | taken from them |")
+            print("|---|---|---|---|---|")
+        else:
+            print("| tool | seconds (each run) | median Mb/s |")
+            print("|---|---|---|")
+        for p, rows in zip(chosen, runs):
+            med = statistics.median(x["mbps"] for x in rows)
+            if a.busy:
+                alone = statistics.median(x["alone_mbps"] for x in rows)
+                beside = statistics.median(x["beside_mbps"] for x in rows)
+                each = " / ".join(f"{x['mbps']:.1f}" for x in rows)
+                print(f"| {p.name} | {each} | {med:.1f} | {alone:.1f} -> {beside:.1f} | "
+                      f"{100 * (1 - beside / alone):.0f} % |")
+            else:
+                each = " / ".join(f"{x['secs']:.1f}" for x in rows)
+                print(f"| {p.name} | {each} | {med:.1f} |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if installed_here:
+            braid.cc("uninstall")
+
+
+if __name__ == "__main__":
+    main()
