@@ -20,10 +20,12 @@ Hacker 2004 calls appropriation, with the flows' own rate just before as
 the baseline. One flow's fair share of the path is a sixth of it.
 
 The tools, each with as many TCP connections as the others where it has
-the knob: braid --mode auto -n 9 (steers itself: all nine on an idle path,
-one flow's share on a busy one), braid --mode parallel -n 8, braid --mode
-single, globus-url-copy -p 8 and -p 1 (GridFTP's parallel streams in
-extended block mode), xrdcp --streams 8 (XRootD), rsync to its daemon.
+the knob, all with the system's default congestion control (CUBIC) but
+auto's: braid --mode auto -n 9 (its own TCP-P streams, steered: all nine
+on an idle path, one flow's share on a busy one), braid --mode parallel -n
+8, braid --mode single, globus-url-copy -p 8 and -p 1 (GridFTP's parallel
+streams in extended block mode), xrdcp --streams 8 (XRootD), rsync to its
+daemon.
 Needs root, the controls installed for auto (`braid cc install`), and the
 Debian packages `make setup` installs.
 """
@@ -41,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from braidlab import braid, engine, peers
+from braidlab import braid, engine, peers, runner
 from braidlab.dumbbell import Dumbbell
 from braidlab.engine import Method
 from braidlab.netns import wait_until
@@ -53,8 +55,8 @@ IPERF_PORT = 5201
 
 PEERS = [
     Peer("braid", 9, Method("auto", 9)),
-    Peer("braid", 8, Method("parallel", 8, cc="reno")),
-    Peer("braid", 1, Method("single", 1, cc="reno")),
+    Peer("braid", 8, Method("parallel", 8)),
+    Peer("braid", 1, Method("single", 1)),
     Peer("gridftp", 8),
     Peer("gridftp", 1),
     Peer("xrootd", 8),
@@ -100,6 +102,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated kinds to keep (braid,gridftp,xrootd,rsync)")
     ap.add_argument("--dir", type=Path, default=None, help="where the files go (default: a new dir in /var/tmp)")
     a = ap.parse_args()
+    # Ctrl-C or SIGTERM unwinds: servers, namespaces and the work directory go.
+    runner.stop_on_signals()
     if a.runs < 1:
         sys.exit("bench-wan: --runs must be at least 1")
     if os.geteuid() != 0:
@@ -197,4 +201,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("bench-wan: stopped; servers, namespaces and files removed")

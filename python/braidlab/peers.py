@@ -228,13 +228,18 @@ def timed_copy(server: Server, host, src: Path, timeout: float) -> Copied:
     watcher = threading.Thread(target=watch, daemon=True)
     t = time.monotonic()
     watcher.start()
+    # Started as the testbed starts its tools: it dies with this process, however that ends.
+    client = host.ns.popen(argv)
     try:
-        p = subprocess.run(host.ns.argv(*argv), capture_output=True, text=True, timeout=timeout)
+        out, err = client.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(client)
+        raise PeerError(f"{server.peer.name} did not finish within {timeout:.0f} s") from None
     finally:
         done.set()
         watcher.join()
-    if p.returncode != 0:
-        raise PeerError(f"{server.peer.name} exited {p.returncode}: {(p.stderr or p.stdout).strip()[-800:]}")
+    if client.returncode != 0:
+        raise PeerError(f"{server.peer.name} exited {client.returncode}: {(err or out).strip()[-800:]}")
     subprocess.run(["sync"], check=True)
     return Copied(time.monotonic() - t, peak[0])
 

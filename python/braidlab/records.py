@@ -62,6 +62,7 @@ class Steered:
     queue_ms: float | None
     utility: float | None
     shared: bool | None
+    share_mbps: float | None
 
 
 @dataclass(frozen=True)

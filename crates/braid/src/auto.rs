@@ -937,6 +937,7 @@ impl Steer for Auto {
                 Queue::Own => Some(false),
                 Queue::Shared => Some(true),
             },
+            share_bps: self.fair_told,
         })
     }
 
@@ -1378,6 +1379,9 @@ mod tests {
         let held = caps(&asked);
         assert_eq!(held.len(), 4, "{asked:?}");
         let total: u64 = held.iter().map(|c| c.expect("a cap, not a lift")).sum();
+        // The steer's record says the share it holds the group to.
+        let told = a.state().unwrap().share_bps.expect("held at a share");
+        assert!((told - total as f64).abs() < 4.0, "{told} against {total}");
         let mathis = mathis_bps(1448.0, 0.108, 1.25e-4, C_PERIODIC) / 8.0;
         assert!(
             (total as f64 - mathis).abs() < 0.25 * mathis,
@@ -1395,6 +1399,11 @@ mod tests {
             t += a.interval();
         }
         assert_eq!(a.queue(), Queue::Own);
+        assert_eq!(
+            a.state().unwrap().share_bps,
+            None,
+            "no share once the path is its own"
+        );
         let after = Duration::from_millis(3060);
         assert!(
             t >= gone + after && t < gone + after + Duration::from_millis(300),

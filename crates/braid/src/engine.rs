@@ -650,6 +650,7 @@ fn report_steer(steer: &dyn Steer, elapsed: Duration, streams: usize, notes: Not
             queue_ms: st.queue_us.map(|q| round3(q as f64 / 1000.0)),
             utility: st.utility.map(round3),
             shared: st.shared,
+            share_mbps: st.share_bps.map(|b| round3(b * 8.0 / 1e6)),
         });
     }
 }

@@ -113,9 +113,12 @@ pub struct Steered {
     pub queue_ms: Option<f64>,
     /// Falcon: the utility of the probe that just ended.
     pub utility: Option<f64>,
-    /// Auto: whether its latest drain probe found others holding the queue
-    /// (null before the first probe).
+    /// Auto: whether its latest question found others holding the queue
+    /// (null before the first).
     pub shared: Option<bool>,
+    /// Auto: the fair share its streams are held to, Mb/s (null while the
+    /// path is its own, or before it has counted enough losses to say).
+    pub share_mbps: Option<f64>,
 }
 
 /// `braid traffic udp`'s account of what it sent.
@@ -367,6 +370,7 @@ mod tests {
                 queue_ms: Some(1.5),
                 utility: None,
                 shared: Some(true),
+                share_mbps: Some(11.75),
             }),
             line(&Summary {
                 kind: "send",

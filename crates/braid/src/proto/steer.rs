@@ -30,6 +30,9 @@ pub struct SteerState {
     pub utility: Option<f64>,
     /// Whether others share the path's queue, as the steer last found (auto).
     pub shared: Option<bool>,
+    /// The fair share the streams' caps add up to, bytes a second, while
+    /// the group is held to one (auto).
+    pub share_bps: Option<f64>,
 }
 
 /// What a steer asks for.
