@@ -37,6 +37,8 @@ pub struct Strength(u32);
 impl Strength {
     /// k = 1: the group takes what one TCP flow takes.
     pub const ONE: Strength = Strength(STRENGTH_SCALE);
+    /// The largest k a socket takes.
+    pub const MAX: Strength = Strength(MAX_STRENGTH * STRENGTH_SCALE);
 
     /// k in thousandths; an error names the allowed range.
     pub fn from_milli(milli: u32) -> Result<Self> {

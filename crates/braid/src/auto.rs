@@ -67,8 +67,11 @@
 //! not swing with the others' sawtooth. The cap comes off when a question
 //! finds the room untaken, or when no queue has stood for 45 base RTTs (a
 //! capped group builds none to ask about once the others leave; beside Reno
-//! flows one stands again within about 30 RTTs of their losses): then the
-//! path is the group's own, and k goes to its ceiling at once.
+//! flows one stands again within about 30 RTTs of their losses; a queue
+//! that stands for a tick or two is a stall of the path, not them): then the
+//! path is the group's own. Its windows are still what the cap let them be,
+//! so k goes to four times its ceiling (the group grows four packets an RTT
+//! per stream) until its own queue stands, then to the ceiling.
 //!
 //! What the group delivered is what its streams' TCP saw acknowledged, not
 //! the blocks that completed: at a megabit or two a stream those come one or
@@ -142,6 +145,21 @@ const SHARED_FOR_MAX: Duration = Duration::from_secs(60);
 const GONE_RTTS: u32 = 45;
 const GONE_MIN: Duration = Duration::from_secs(3);
 const GONE_MAX: Duration = Duration::from_secs(10);
+/// A queue that stands on fewer ticks in a row than this does not restart
+/// the count of GONE_RTTS: flows that back off refill theirs for seconds,
+/// while a moment's stall of the path (one sRTT spike, some 6 ms over a
+/// single tick in adaptive-conv-4, 3 s after five Reno flows left) put the
+/// release off by 2 s.
+const STOOD_TICKS: u32 = 3;
+/// Released, the group's windows are what its share allowed (a stream held
+/// below its window by its cap does not grow it), and at one packet per RTT
+/// per stream they took 4 s to fill the Hacker 2004 path again from a
+/// sixth of it. So the strength goes to this many times the ceiling
+/// (TCP-P's k > N: the group grows k packets an RTT, and a member's loss
+/// halves that member alone) until a queue of its own stands or
+/// REGROW_RTTS base RTTs have passed, then to the ceiling.
+const REGROW_BOOST: f64 = 4.0;
+const REGROW_RTTS: u32 = 30;
 /// A room found taken when the queue was not known to be shared is asked
 /// about again this long after, before the group is held to its share: a
 /// stiff source's swing rising through one yield fills its room, and the
@@ -294,8 +312,13 @@ pub struct Auto {
     /// whether it was losing then.
     book: VecDeque<Booked>,
     lost: Vec<(usize, u32, bool)>,
-    /// Since when no queue has stood.
+    /// Since when no queue has stood (for STOOD_TICKS in a row), and the
+    /// ticks in a row a queue has stood.
     clear_since: Option<Duration>,
+    stood: u32,
+    /// Released (see `released`): the strength stays boosted until then,
+    /// or until a queue stands.
+    regrow_until: Option<Duration>,
     /// Since when the group's delivery has been down, if a fall asked the
     /// last question: the newcomers' loss rate is that since then.
     fell_since: Option<Duration>,
@@ -344,6 +367,8 @@ impl Auto {
             book: VecDeque::new(),
             lost: Vec::new(),
             clear_since: None,
+            stood: 0,
+            regrow_until: None,
             fell_since: None,
             span: None,
             burst: Burst::Unsought,
@@ -426,6 +451,9 @@ impl Auto {
     /// others to grow into.
     fn begin_yield(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         let live = live(streams);
+        if self.regrow_until.take().is_some() {
+            self.k = self.ceiling;
+        }
         self.yielding = Some(elapsed + YIELD_FOR);
         self.seen.clear();
         self.extended = false;
@@ -469,6 +497,12 @@ impl Auto {
     ) -> Vec<Steering> {
         self.yielding = None;
         self.answered = elapsed;
+        // The queue's absence before the question says nothing of who is
+        // there after it: a fall's question asks with no queue standing, and
+        // a count from before it let the caps off one tick after it found
+        // five Reno flows (adaptive-regrow-4).
+        self.clear_since = None;
+        self.stood = 0;
         let first = answer == Queue::Shared && self.queue != Queue::Shared;
         if first && !self.confirming {
             // Not held meanwhile: a stiff source's swing, the usual reason
@@ -531,10 +565,7 @@ impl Auto {
     /// How long no queue must stand while others share the path for them to
     /// have left (see GONE_RTTS).
     fn gone_after(&self) -> Duration {
-        match self.base_us {
-            Some(b) => (Duration::from_micros(b as u64) * GONE_RTTS).clamp(GONE_MIN, GONE_MAX),
-            None => GONE_MAX,
-        }
+        self.rtts(GONE_RTTS).clamp(GONE_MIN, GONE_MAX)
     }
 
     /// No queue has stood for `gone_after` while others shared the path:
@@ -543,15 +574,24 @@ impl Auto {
     /// queue's absence for that long is a plainer answer than a question's,
     /// which costs the group what it yields just as it has climbed back (it
     /// broke the 10 % band the new rate is judged in, 10 s after the
-    /// others left). The strength goes to its ceiling at once, since a queue
-    /// of its own would only raise it, and the next question comes after
-    /// OWN_FOR, or sooner if the group's delivery falls.
+    /// others left). The strength goes past its ceiling at once (see
+    /// REGROW_BOOST), since a queue of its own would only raise it, and the
+    /// next question comes after OWN_FOR, or sooner if the group's delivery
+    /// falls.
     fn released(&mut self, elapsed: Duration) -> Vec<Steering> {
         self.clear_since = None;
         self.own_gap = OWN_FOR;
         self.found_own(elapsed);
-        self.k = self.ceiling;
+        let max = Strength::MAX.milli() as f64 / 1000.0;
+        self.k = (self.ceiling * REGROW_BOOST).min(max);
+        self.regrow_until = Some(elapsed + self.rtts(REGROW_RTTS));
         self.lift()
+    }
+
+    /// `n` base RTTs (GONE_MAX before any RTT is known).
+    fn rtts(&self, n: u32) -> Duration {
+        self.base_us
+            .map_or(GONE_MAX, |b| Duration::from_micros(b as u64) * n)
     }
 
     /// Notes the group's packets sent and its loss events, counted two ways:
@@ -984,12 +1024,13 @@ impl Steer for Auto {
             let answer = if taken { Queue::Shared } else { Queue::Own };
             return self.conclude(elapsed, answer, streams);
         }
-        if standing {
+        self.stood = if standing { self.stood + 1 } else { 0 };
+        if self.stood >= STOOD_TICKS {
             self.clear_since = None;
-        } else {
+        } else if !standing {
             self.clear_since.get_or_insert(elapsed);
         }
-        if let (Some(since), Queue::Shared) = (self.clear_since, self.queue) {
+        if let (Some(since), Queue::Shared, false) = (self.clear_since, self.queue, standing) {
             if elapsed >= since + self.gone_after() {
                 return self.released(elapsed);
             }
@@ -1021,7 +1062,15 @@ impl Steer for Auto {
                     self.reach(rate, share);
                 }
             }
-            _ => self.step(queue as f64, base as f64),
+            _ => match self.regrow_until {
+                // The path is full again once the group's queue stands.
+                Some(until) if standing || elapsed >= until => {
+                    self.regrow_until = None;
+                    self.k = self.ceiling;
+                }
+                Some(_) => {}
+                None => self.step(queue as f64, base as f64),
+            },
         }
         if (self.k - self.told).abs() > HYSTERESIS * self.told {
             self.told = self.k;
@@ -1412,10 +1461,16 @@ mod tests {
         assert!(!asking);
         // (The share was retold as the loss rate fell meanwhile.)
         assert_eq!(caps(&lifted)[caps(&lifted).len() - 4..], vec![None; 4]);
-        // Its strength is at the ceiling at once; the queue it now builds is
-        // not asked about until OWN_FOR has passed.
+        // Its strength is four times the ceiling at once, while its windows
+        // grow back; at the first tick its own queue stands, the ceiling.
+        assert_eq!(a.strength(), 16.0);
+        let asked = run(&mut a, t, 1.0, |_, _| 69.0);
+        assert_eq!(a.strength(), 16.0, "no queue yet: still regrowing");
+        assert_eq!(strengths(&asked), vec![16_000], "told once");
+        let asked = run(&mut a, t + Duration::from_secs(1), 28.0, |_, _| 108.0);
+        assert_eq!(strengths(&asked)[0], 4_000);
         assert_eq!(a.strength(), 4.0);
-        let asked = run(&mut a, t, 29.0, |_, _| 108.0);
+        // Not asked about until OWN_FOR has passed.
         assert_eq!(yields(&asked), 0);
         let asked = run(&mut a, t + Duration::from_secs(29), 5.0, |_, y| {
             if y {
@@ -1426,6 +1481,71 @@ mod tests {
         });
         assert_eq!(yields(&asked), 1);
         assert_eq!(a.queue(), Queue::Own);
+    }
+
+    /// Held at a share, then the others leave at `gone`: the time until the
+    /// caps come off, when the streams' sRTT is `spike` at the ticks in
+    /// `spiked` (counted from `gone`) and 69 ms at the rest.
+    fn released_after(spiked: std::ops::Range<usize>, spike: f64) -> Duration {
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        let mut t = Duration::ZERO;
+        while a.queue() != Queue::Shared {
+            a.tick(t, &counting(t, 108.0));
+            t += a.interval();
+        }
+        let gone = t;
+        let mut n = 0;
+        while a.queue() == Queue::Shared && t < gone + Duration::from_secs(10) {
+            let srtt = if spiked.contains(&n) { spike } else { 69.0 };
+            a.tick(t, &counting(t, srtt));
+            t += a.interval();
+            n += 1;
+        }
+        t - gone
+    }
+
+    #[test]
+    fn no_queue_before_a_question_that_finds_others_is_no_sign_they_left() {
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        // No queue for 6 s, then a fall asks (the group's delivery fell:
+        // newcomers), and they fill the room it leaves.
+        let mut t = Duration::ZERO;
+        while t < Duration::from_secs(6) {
+            a.tick(t, &counting(t, 69.0));
+            t += a.interval();
+        }
+        a.confirming = true;
+        while a.queue() != Queue::Shared && t < Duration::from_secs(20) {
+            a.tick(t, &counting(t, 108.0));
+            t += a.interval();
+        }
+        assert_eq!(a.queue(), Queue::Shared);
+        // Their queue empties a moment after their losses: no release for
+        // that, nor for the 6 s before the question.
+        let found = t;
+        while t < found + Duration::from_secs(2) {
+            let srtt = if t < found + Duration::from_secs(1) {
+                108.0
+            } else {
+                69.0
+            };
+            a.tick(t, &counting(t, srtt));
+            t += a.interval();
+        }
+        assert_eq!(a.queue(), Queue::Shared);
+    }
+
+    #[test]
+    fn a_moments_spike_of_the_rtt_does_not_put_off_the_release() {
+        let clear = released_after(0..0, 69.0);
+        assert!(clear < Duration::from_millis(3400), "{clear:?}");
+        // Two ticks of a 6 ms spike a second after the others left: a stall,
+        // not flows that came back.
+        assert_eq!(released_after(7..9, 80.0), clear);
+        // A queue that stands three ticks in a row is someone's: the count
+        // starts again after it.
+        let stood = released_after(7..10, 80.0);
+        assert!(stood >= clear + Duration::from_millis(1300), "{stood:?}");
     }
 
     #[test]
