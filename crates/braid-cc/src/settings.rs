@@ -42,7 +42,7 @@ impl Strength {
 
     /// k in thousandths; an error names the allowed range.
     pub fn from_milli(milli: u32) -> Result<Self> {
-        if !(STRENGTH_SCALE..=MAX_STRENGTH * STRENGTH_SCALE).contains(&milli) {
+        if !(Self::ONE.0..=Self::MAX.0).contains(&milli) {
             return Err(Error::Invalid(format!(
                 "strength {} is out of range: k must be between 1 and {MAX_STRENGTH}",
                 milli as f64 / STRENGTH_SCALE as f64

@@ -348,7 +348,7 @@ impl Auto {
     /// A group of `streams` streams with TCP-P group id `group`; `fair_share`
     /// is the strength it keeps to while others share the path.
     pub fn new(group: u64, streams: usize, fair_share: Strength) -> Self {
-        let floor = fair_share.milli() as f64 / 1000.0;
+        let floor = fair_share.as_f64();
         Auto {
             group,
             k: floor,
@@ -451,9 +451,7 @@ impl Auto {
     /// others to grow into.
     fn begin_yield(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         let live = live(streams);
-        if self.regrow_until.take().is_some() {
-            self.k = self.ceiling;
-        }
+        self.end_regrow();
         self.yielding = Some(elapsed + YIELD_FOR);
         self.seen.clear();
         self.extended = false;
@@ -582,10 +580,17 @@ impl Auto {
         self.clear_since = None;
         self.own_gap = OWN_FOR;
         self.found_own(elapsed);
-        let max = Strength::MAX.milli() as f64 / 1000.0;
-        self.k = (self.ceiling * REGROW_BOOST).min(max);
+        self.k = (self.ceiling * REGROW_BOOST).min(Strength::MAX.as_f64());
         self.regrow_until = Some(elapsed + self.rtts(REGROW_RTTS));
         self.lift()
+    }
+
+    /// The regrowth after a release is over: the strength back to the
+    /// ceiling, if it was boosted.
+    fn end_regrow(&mut self) {
+        if self.regrow_until.take().is_some() {
+            self.k = self.ceiling;
+        }
     }
 
     /// `n` base RTTs (GONE_MAX before any RTT is known).
@@ -1064,10 +1069,7 @@ impl Steer for Auto {
             }
             _ => match self.regrow_until {
                 // The path is full again once the group's queue stands.
-                Some(until) if standing || elapsed >= until => {
-                    self.regrow_until = None;
-                    self.k = self.ceiling;
-                }
+                Some(until) if standing || elapsed >= until => self.end_regrow(),
                 Some(_) => {}
                 None => self.step(queue as f64, base as f64),
             },
