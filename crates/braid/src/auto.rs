@@ -45,8 +45,8 @@
 //! a fall asked takes a first "taken" as the answer, yields down to that
 //! share at once (for a second 5 s if nobody filled the room in the first:
 //! newcomers halved by their own slow start fill a large room slowly), and
-//! the share it holds the group to comes from the losses since the fall
-//! began, not from the idle path's before it.
+//! the share it holds the group to comes from the queue's growth or the
+//! losses since the fall began, not from the idle path's before it.
 //! Flows that grow slower than the yield gives room (one Reno flow
 //! on a long path: a packet per RTT against a third of the group's window)
 //! stay small beside a strong group; the group finds the room untaken.
@@ -54,7 +54,14 @@
 //! Found sharing, a group that ran strong before the others came would come
 //! down only by halving at each of its loss events (beside 5 Reno flows on a
 //! 68 ms path, from 60 % of the path to a sixth in about 30 s). So while
-//! others share the path the group's rate is capped at what `--fair-share`
+//! others share the path the group's rate is capped at its fair share. If
+//! the group had the path to itself before, it knows the path's rate, and
+//! the share is that rate split equally with the others, counted by how fast
+//! they fill the queue: while a queue stands, all in flight is the path's
+//! rate times the RTT, and each Reno flow adds a packet an RTT, so the
+//! square of the RTT grows at twice their number times a packet's time at
+//! the bottleneck, less what the group's own flight adds (see RAMP_TICKS).
+//! Otherwise (the others were there first) it is what `--fair-share`
 //! Reno flows take at the loss rate its streams see (Mathis, with p the loss
 //! events per packet since the sharing began: since the fall that asked, or
 //! over the last 60 s until the sharing is older than that). The count
@@ -93,7 +100,7 @@ use std::time::Duration;
 
 use braid_cc::{SocketSettings, Strength};
 
-use crate::model::{mathis_bps, C_PERIODIC};
+use crate::model::{equal_share_bps, flows_filling, mathis_bps, slope, C_PERIODIC};
 use crate::plan::StreamControl;
 use crate::proto::steer::{Steer, SteerState, Steering, StreamView};
 
@@ -232,6 +239,32 @@ const SPAN_MIN: Duration = Duration::from_secs(30);
 /// Below the share by more than REACH_SLACK of it, k rises; above it (the
 /// share just fell), k falls; between, the cap does the limiting and k holds.
 const REACH_SLACK: f64 = 0.15;
+/// Held at its share on a path it has had to itself, the group counts the
+/// others by how fast they fill the queue (`model::flows_filling`: Reno
+/// flows add a packet an RTT each, and the group, held at its caps, adds
+/// none) and takes the path's rate split equally with them. Counted from
+/// loss events, the share beside five arriving Reno flows wandered by a
+/// fifth over the minute they stayed (adaptive-regrow-4 and -5: the count
+/// converges on a few events a second); the queue's growth over one
+/// second of one rise says the same count within a tenth. A window of
+/// RAMP_TICKS ticks counts when the caps held through it and the tick
+/// before, a queue stood at every tick, and none fell by more than half
+/// the target (a loss's halving, or the stall of the path); the count is
+/// the median over the last FAIR_OVER, once RAMPS_MIN windows say it.
+const RAMP_TICKS: usize = 8;
+const RAMPS_MIN: usize = 6;
+/// Newcomers that back off grow into the queue beside a group that runs
+/// strong before its delivery has fallen by a quarter: beside five Reno
+/// flows arriving, the group's 2 s rate went from 96 to 72 Mb/s over 6 s,
+/// and the fall was judged 9 s after they came (which put the group at its
+/// share 10 s after, and the 3 s mean within the 10 % band 12 s after). So
+/// on a steady path a fall is also the median count over the last
+/// COUNTED_FOR at COUNTED_OTHERS or more, with the group's best rate there
+/// under COUNTED_FALL of its best before: a tenth would be within what UDP
+/// 1-10 Mb/s swinging beside the group takes of it.
+const COUNTED_FOR: Duration = Duration::from_secs(2);
+const COUNTED_OTHERS: f64 = 1.5;
+const COUNTED_FALL: f64 = 0.85;
 
 /// The group's counts at one tick: packets sent, and loss events as the
 /// group's and as its streams' (see `Auto::note_losses`).
@@ -274,6 +307,24 @@ struct LowSpell {
     from_high: bool,
     came_back: bool,
     over: bool,
+}
+
+/// One tick as the count of others (see RAMP_TICKS) reads it: the
+/// streams' median sRTT, the sum of their windows, the packets the group
+/// has in flight (a capped stream's cap times its sRTT, if its window
+/// allows that much), whether every stream's cap held it below its window,
+/// how many streams there were, which caps were in force, and whether a
+/// queue stood.
+#[derive(Clone, Copy, Debug)]
+struct RampTick {
+    t: Duration,
+    srtt_us: u32,
+    cwnd: u64,
+    flight: f64,
+    held: bool,
+    streams: usize,
+    caps: u64,
+    standing: bool,
 }
 
 /// Whose the standing queue is, by the latest question.
@@ -342,6 +393,22 @@ pub struct Auto {
     stream_bytes: Vec<(usize, (bool, u64))>,
     delivered: VecDeque<(Duration, u64)>,
     rates: VecDeque<(Duration, f64)>,
+    /// The best rate the group delivered with a queue of its own standing
+    /// before others were first found sharing the path: the path's, bytes a
+    /// second; and whether they have been.
+    full: Option<f64>,
+    ever_shared: bool,
+    /// The share counted from the queue that a fall's question yields
+    /// down to, while it does.
+    fallen_told: Option<f64>,
+    /// How many times caps were told (a window counts the others only
+    /// where the caps held) and each capped stream's cap, bytes a second;
+    /// the last ticks, and the others counted over the last FAIR_OVER (see
+    /// RAMP_TICKS).
+    caps: u64,
+    capped: Vec<(usize, u64)>,
+    ramp: VecDeque<RampTick>,
+    others: VecDeque<(Duration, f64, bool)>,
 }
 
 impl Auto {
@@ -379,6 +446,13 @@ impl Auto {
             stream_bytes: Vec::new(),
             delivered: VecDeque::new(),
             rates: VecDeque::new(),
+            full: None,
+            ever_shared: false,
+            fallen_told: None,
+            caps: 0,
+            capped: Vec::new(),
+            ramp: VecDeque::new(),
+            others: VecDeque::new(),
         }
     }
 
@@ -452,6 +526,11 @@ impl Auto {
     fn begin_yield(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         let live = live(streams);
         self.end_regrow();
+        // Others counted before a question that no fall asked were counted
+        // while the queue was the group's own (or known shared).
+        if self.fell_since.is_none() && self.queue != Queue::Shared {
+            self.others.clear();
+        }
         self.yielding = Some(elapsed + YIELD_FOR);
         self.seen.clear();
         self.extended = false;
@@ -478,9 +557,32 @@ impl Auto {
             .fell_since
             .and_then(|_| self.share_now(&live))
             .map_or(f64::INFINITY, |f| f / live.len() as f64);
+        self.fallen_told = self.fell_since.and_then(|_| self.counted_share());
+        // The windows of the moment, scaled up to the best the group
+        // delivered over the last two rate spans if they say less: a
+        // question that began as the group's own queue overflowed met eight
+        // of nine windows halved, and 70 % of those held the group at 54 %
+        // of its rate for 5 s (it broke the 10 % band 35 s after five Reno
+        // flows left). Not down: a paced stream's window says more than it
+        // sends, and its cap is the smaller. Each stream keeps its part, so
+        // that the room is the group's to leave, not for a stream that had
+        // just halved to grow into (its own queue then stood through the
+        // question, and braid-sim found the idle path shared).
+        let windows: f64 = live.iter().map(|(_, i)| rate(i)).sum();
+        let best = self
+            .rates
+            .iter()
+            .filter(|(t, _)| *t + 2 * RATE_SPAN >= elapsed)
+            .map(|(_, r)| *r)
+            .fold(0.0, f64::max);
+        let scale = if windows > 0.0 {
+            (best / windows).max(1.0)
+        } else {
+            1.0
+        };
         live.iter()
             .map(|(s, i)| {
-                let cap = (rate(i).min(held) * keep).min(fallen);
+                let cap = ((rate(i) * scale).min(held) * keep).min(fallen);
                 Steering::Pace(*s, Some(cap.max(1.0) as u64))
             })
             .collect()
@@ -494,6 +596,7 @@ impl Auto {
         streams: &[StreamView],
     ) -> Vec<Steering> {
         self.yielding = None;
+        self.fallen_told = None;
         self.answered = elapsed;
         // The queue's absence before the question says nothing of who is
         // there after it: a fall's question asks with no queue standing, and
@@ -524,6 +627,7 @@ impl Auto {
         }
         self.next_ask = elapsed + self.shared_gap;
         self.queue = Queue::Shared;
+        self.ever_shared = true;
         if self.span.is_none() {
             self.span = self.book.back().copied();
         }
@@ -551,6 +655,7 @@ impl Auto {
     /// Every cap comes off, the fair share's included.
     fn lift(&mut self) -> Vec<Steering> {
         self.fair_told = None;
+        self.others.clear();
         self.fell_since = None;
         self.span = None;
         self.burst = Burst::Unsought;
@@ -656,6 +761,7 @@ impl Auto {
     /// began) is left out once over.
     fn began_falling(&mut self, since: Duration) {
         self.fell_since = Some(since);
+        self.others.retain(|(t, _, _)| *t >= since);
         self.span = self.book.iter().find(|b| b.t >= since).copied();
         self.burst = Burst::Awaited;
         let after: Vec<Booked> = self.book.iter().filter(|b| b.t > since).copied().collect();
@@ -855,6 +961,40 @@ impl Auto {
             (Some(now), Some(before)) if now < FALL_SHARE * before => {
                 Some(elapsed.saturating_sub(hold + RATE_SPAN))
             }
+            _ => self.counted_fall(elapsed),
+        }
+    }
+
+    /// On a steady path, others that the queue counts beside a group that
+    /// runs strong (see COUNTED_FOR), with its delivery down by more than
+    /// COUNTED_FALL: when the fall began (the first count it goes by).
+    fn counted_fall(&self, elapsed: Duration) -> Option<Duration> {
+        let since = elapsed.checked_sub(COUNTED_FOR)?;
+        if !self.steady() {
+            return None;
+        }
+        let mut n: Vec<f64> = self
+            .others
+            .iter()
+            .filter(|o| o.0 > since)
+            .map(|o| o.1)
+            .collect();
+        if n.len() < RAMPS_MIN {
+            return None;
+        }
+        n.sort_by(f64::total_cmp);
+        if n[n.len() / 2] < COUNTED_OTHERS {
+            return None;
+        }
+        let best = |recent: bool| {
+            self.rates
+                .iter()
+                .filter(|(t, _)| (*t > since) == recent)
+                .map(|(_, r)| *r)
+                .reduce(f64::max)
+        };
+        match (best(true), best(false)) {
+            (Some(now), Some(before)) if now < COUNTED_FALL * before => Some(since),
             _ => None,
         }
     }
@@ -906,9 +1046,92 @@ impl Auto {
     /// What `floor` Reno flows take at the loss rate and RTT `loss_rate`
     /// gives, bytes a second, if it gives them.
     fn share_now(&self, live: &[(usize, &braid_cc::TcpInfo)]) -> Option<f64> {
+        if let Some(share) = self.counted_share() {
+            return Some(share);
+        }
         let (p, rtt_s) = self.loss_rate()?;
         let (_, i) = live.first()?;
         Some(fair_share_bps(self.floor, i.mss as f64, rtt_s, p) / 8.0)
+    }
+
+    /// `floor` flows' worth of the path's rate split equally with the others
+    /// counted from the queue's growth, bytes a second, once the group has
+    /// had the path to itself and counted them often enough.
+    fn counted_share(&self) -> Option<f64> {
+        let full = self.full?;
+        if self.others.len() < RAMPS_MIN {
+            return None;
+        }
+        // Counts made while every stream was capped need not take the
+        // group's own growth out (k packets an RTT while it runs strong, a
+        // larger and noisier part of what the queue says): once there are
+        // enough of them, they alone.
+        let held = self.others.iter().filter(|o| o.2).count() >= RAMPS_MIN;
+        let mut n: Vec<f64> = self
+            .others
+            .iter()
+            .filter(|o| o.2 || !held)
+            .map(|o| o.1)
+            .collect();
+        n.sort_by(f64::total_cmp);
+        // A question found the room taken: someone is there, if the queue
+        // grows by none (traffic that holds its rate).
+        Some(equal_share_bps(full, n[n.len() / 2].max(1.0), self.floor))
+    }
+
+    /// Notes this tick for the count of others, and counts them over the
+    /// last RAMP_TICKS ticks if the window says (see RAMP_TICKS).
+    fn note_ramp(&mut self, tick: RampTick, mss: f64, target_us: f64) {
+        self.ramp.push_back(tick);
+        while self.ramp.len() > RAMP_TICKS + 1 {
+            self.ramp.pop_front();
+        }
+        while self
+            .others
+            .front()
+            .is_some_and(|(t, _, _)| *t + FAIR_OVER <= tick.t)
+        {
+            self.others.pop_front();
+        }
+        let Some(full) = self.full else { return };
+        let same = |r: &RampTick| r.caps == tick.caps && r.streams == tick.streams;
+        if self.ramp.len() <= RAMP_TICKS || !self.ramp.iter().all(same) {
+            return;
+        }
+        let window: Vec<RampTick> = self.ramp.iter().skip(1).copied().collect();
+        let fell = window.windows(2).any(|w| {
+            (w[0].srtt_us as f64 - w[1].srtt_us as f64) > target_us / 2.0 || w[1].cwnd < w[0].cwnd
+        });
+        if fell || !window.iter().all(|r| r.standing) {
+            return;
+        }
+        let t = |r: &RampTick| r.t.as_secs_f64();
+        let squares: Vec<(f64, f64)> = window
+            .iter()
+            .map(|r| (t(r), (r.srtt_us as f64 / 1e6).powi(2)))
+            .collect();
+        // The group's flight against the RTTs gone by (the RTT grows by half
+        // over a long rise): its growth in packets an RTT.
+        let mut rtts = 0.0;
+        let mut flight = vec![(0.0, window[0].flight)];
+        for w in window.windows(2) {
+            let rtt_s = (w[0].srtt_us as f64 + w[1].srtt_us as f64) / 2e6;
+            rtts += (t(&w[1]) - t(&w[0])) / rtt_s.max(1e-6);
+            flight.push((rtts, w[1].flight));
+        }
+        if let (Some(growth), Some(own)) = (slope(&squares), slope(&flight)) {
+            // While the queue stands, everything in flight is the path's
+            // rate times the RTT, so the others' windows grow by what that
+            // grows less the group's own flight, packets an RTT: k while it
+            // runs strong; while capped, its rate times the RTT's growth
+            // (its packets take their part of the queue). Counted as if the
+            // capped group added nothing, five Reno flows read as 5.5 to 6.
+            let n = flows_filling(growth, mss, full * 8.0) - own;
+            // Kept as counted, below zero too: the median of a count
+            // clipped at zero reads noise on an idle path as others.
+            let held = window.iter().all(|r| r.held);
+            self.others.push_back((tick.t, n, held));
+        }
     }
 
     /// Caps the streams at the fair share while others share the path: a
@@ -917,8 +1140,15 @@ impl Auto {
     /// `lift` when the streams' caps are a yield's, to come off.
     fn fair(&mut self, streams: &[StreamView], lift: bool) -> Vec<Steering> {
         let live = live(streams);
-        // Too few loss events lately to tell: the last share holds.
-        let share = self.share_now(&live).or(self.fair_told);
+        // Too few loss events lately to tell: the last share holds. So does
+        // one within FAIR_RETELL of the new, when a question's caps come
+        // off: the count of others moves by some 4 % between questions, and
+        // a step that size after one, below the dip of the next, broke the
+        // 10 % band (a 3 s mean 11 % under the share the phase settled at).
+        let share = match (self.share_now(&live), self.fair_told) {
+            (Some(new), Some(old)) if (new - old).abs() <= FAIR_RETELL * old => Some(old),
+            (new, old) => new.or(old),
+        };
         let same_streams =
             live.len() == self.paced.len() && live.iter().all(|(s, _)| self.paced.contains(s));
         let retell = lift
@@ -987,6 +1217,23 @@ impl Steer for Auto {
     }
 
     fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
+        let asked = self.steer(elapsed, streams);
+        for s in &asked {
+            if let Steering::Pace(i, cap) = s {
+                self.capped.retain(|(c, _)| c != i);
+                self.capped.extend(cap.map(|c| (*i, c)));
+            }
+        }
+        if asked.iter().any(|s| matches!(s, Steering::Pace(..))) {
+            self.caps += 1;
+        }
+        asked
+    }
+}
+
+impl Auto {
+    /// A tick's steering (`Steer::tick` counts the caps it tells).
+    fn steer(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         let Some((queue, base, srtt)) = self.measure(streams) else {
             return Vec::new();
         };
@@ -995,9 +1242,62 @@ impl Steer for Auto {
         self.note_delivery(elapsed, streams);
         let target = Self::target_us(base as f64);
         let standing = queue as f64 > target;
+        // The path's rate is what the group moved before anyone was found
+        // beside it: a release beside flows that had all halved at once
+        // (the queue gone for 3 s, adaptive-count-busy) ran the group strong
+        // beside them, and its rate then was no measure of the path's.
+        if self.queue == Queue::Own && standing && self.yielding.is_none() && !self.ever_shared {
+            if let Some(r) = self.rate_now(elapsed).filter(|r| *r > 0.0) {
+                self.full = Some(self.full.map_or(r, |f| f.max(r)));
+            }
+        }
+        let live_now = live(streams);
+        if let Some((_, i)) = live_now.first() {
+            // Packets in flight, and whether the cap is what holds it there.
+            let flight = |(s, i): &(usize, &braid_cc::TcpInfo)| {
+                let window = i.cwnd as f64;
+                match self.capped.iter().find(|(c, _)| c == s) {
+                    Some((_, cap)) => {
+                        let paced = *cap as f64 * i.srtt_us as f64 / 1e6 / i.mss.max(1) as f64;
+                        (window.min(paced), paced < window)
+                    }
+                    None => (window, false),
+                }
+            };
+            let tick = RampTick {
+                t: elapsed,
+                srtt_us: srtt,
+                cwnd: live_now.iter().map(|(_, i)| i.cwnd as u64).sum(),
+                flight: live_now.iter().map(|l| flight(l).0).sum(),
+                held: live_now.iter().all(|l| flight(l).1),
+                streams: live_now.len(),
+                caps: self.caps,
+                standing,
+            };
+            self.note_ramp(tick, i.mss as f64, target);
+        }
         if let Some(until) = self.yielding {
             if elapsed + YIELD_FOR / 2 >= until {
                 self.seen.push(queue);
+            }
+            // A fall's question yields down to the share the others counted
+            // while the group still ran strong: a count that takes the
+            // group's own growth out, from the 2 s that asked, and it was
+            // 10 % under what the group counted once capped (adaptive-counted-4,
+            // which settled 10.1 s after the arrival). Once the capped group
+            // has counted them itself, the room follows that count.
+            if let Some(told) = self.fallen_told {
+                let held = self.others.iter().filter(|o| o.2).count() >= RAMPS_MIN;
+                let moved = |n: &f64| held && (n - told).abs() > FAIR_RETELL * told;
+                if let Some(new) = self.counted_share().filter(moved) {
+                    self.fallen_told = Some(new);
+                    let live = live(streams);
+                    let each = (new / live.len().max(1) as f64).max(1.0) as u64;
+                    return live
+                        .iter()
+                        .map(|(s, _)| Steering::Pace(*s, Some(each)))
+                        .collect();
+                }
             }
             // Others took the room when a queue stood for more than a quarter
             // of the yield's second half: not one reading (others' synchronised
@@ -1265,6 +1565,141 @@ mod tests {
         assert_eq!(yields(&again), 1);
         assert_eq!(a.queue(), Queue::Shared);
         assert_eq!(a.state().unwrap().shared, Some(true));
+    }
+
+    #[test]
+    fn a_question_that_meets_windows_halved_a_moment_ago_yields_from_what_the_group_delivered() {
+        let mut a = asks_at_5(1, 4, Strength::ONE);
+        // Each stream delivers what its window says at 108 ms; at the tick
+        // the question comes, every window has just been halved.
+        let flowing = |t: Duration, halved: bool| -> Vec<StreamView> {
+            (0..4u32)
+                .map(|i| {
+                    let mut v = view(i as usize, 108.0, 68.0);
+                    v.bytes = (t.as_secs_f64() * (100 + i) as f64 * 1448.0 / 0.108) as u64;
+                    if halved {
+                        v.info.as_mut().unwrap().cwnd = (100 + i) / 2;
+                    }
+                    v
+                })
+                .collect()
+        };
+        let mut t = Duration::ZERO;
+        while t < Duration::from_secs(5) {
+            a.tick(t, &flowing(t, false));
+            t += a.interval();
+        }
+        let at = Duration::from_secs(5);
+        let asked = a.tick(at, &flowing(at, true));
+        assert!(a.asking());
+        let total: u64 = caps(&asked).iter().map(|c| c.expect("a cap")).sum();
+        let delivered: f64 = (0..4).map(|i| (100 + i) as f64 * 1448.0 / 0.108).sum();
+        // 70 % of what it delivered, not of what the halved windows say (35 %).
+        assert!(
+            (total as f64 / delivered - 0.7).abs() < 0.02,
+            "{total} of {delivered}"
+        );
+    }
+
+    /// Ticks of 136 ms for `secs` s from R = 75 ms, straight to the count of
+    /// others, on a path that moves 12 MB/s of 1448 B packets: while the
+    /// queue stands, all in flight is that rate times R, and `others` flows
+    /// add a packet an RTT each to it. The group's own windows grow by `own`
+    /// packets an RTT, or with `paced` (bytes a second) it is capped there
+    /// and has that rate times R in flight. `caps` gives the caps' count at
+    /// each tick's time, and `cwnd` may change the group's windows' sum.
+    #[allow(clippy::too_many_arguments)]
+    fn ramp(
+        a: &mut Auto,
+        others: f64,
+        own: f64,
+        paced: Option<f64>,
+        secs: f64,
+        caps: impl Fn(f64) -> u64,
+        cwnd: impl Fn(f64, f64) -> f64,
+    ) {
+        let (mss, rate) = (1448.0, 12e6);
+        let (mut r2, mut w, mut t) = (0.075f64.powi(2), 400.0, 0.0);
+        while t < secs {
+            let r = r2.sqrt();
+            let flight = paced.map_or(w, |p| p * r / mss);
+            let tick = RampTick {
+                t: Duration::from_secs_f64(t),
+                srtt_us: (r * 1e6) as u32,
+                cwnd: cwnd(t, w) as u64,
+                flight: cwnd(t, flight),
+                held: paced.is_some(),
+                streams: 4,
+                caps: caps(t),
+                standing: true,
+            };
+            a.note_ramp(tick, mss, 6800.0);
+            // d(R^2)/dt = 2 R dR/dt, and R dR/dt is what the windows add an
+            // RTT over the rate the windows share.
+            let windows_rate = rate - paced.unwrap_or(0.0);
+            for _ in 0..100 {
+                w += own * 0.00136 / r2.sqrt();
+                r2 += 2.0 * (others + own) * mss / windows_rate * 0.00136;
+            }
+            t += 0.136;
+        }
+    }
+
+    #[test]
+    fn the_others_are_counted_by_how_fast_the_queue_grows_less_the_groups_own_growth() {
+        let cases = [
+            (5.0, 0.0, None),
+            (5.0, 9.0, None),
+            (0.0, 9.0, None),
+            (2.0, 36.0, None),
+            (12.0, 1.0, None),
+            // Capped at a sixth of the path, and at half of it.
+            (5.0, 0.0, Some(2e6)),
+            (1.0, 0.0, Some(6e6)),
+        ];
+        for (others, own, paced) in cases {
+            let mut a = Auto::new(1, 4, Strength::ONE);
+            // Nothing is counted before the path's rate is known.
+            ramp(&mut a, others, own, paced, 2.0, |_| 0, |_, w| w);
+            assert!(a.others.is_empty());
+            a.full = Some(12e6);
+            ramp(&mut a, others, own, paced, 3.0, |_| 0, |_, w| w);
+            // 23 ticks, and a window of 8 after a tick before it at each
+            // from the ninth (the first call's ticks end in a drop).
+            assert!(a.others.len() >= 23 - RAMP_TICKS - 1, "{others} and {own}");
+            for (_, n, _) in &a.others {
+                assert!(
+                    (n - others).abs() < 0.2 + 0.02 * own,
+                    "{others} others, {own} of the group's own, capped at {paced:?}: counted {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_with_a_loss_or_new_caps_in_it_counts_nobody() {
+        // Five others; the group's windows shrink at 1 s (a loss), its caps
+        // change at 2.5 s: no window (8 ticks of 136 ms) that holds the loss
+        // counts, nor one that holds new caps or follows them at once.
+        let mut a = Auto::new(1, 4, Strength::ONE);
+        a.full = Some(12e6);
+        let caps = |t: f64| u64::from(t > 2.5);
+        let cwnd = |t: f64, w: f64| if t > 1.0 { w - 50.0 } else { w };
+        ramp(&mut a, 5.0, 0.0, None, 4.0, caps, cwnd);
+        let at: Vec<f64> = a.others.iter().map(|(t, _, _)| t.as_secs_f64()).collect();
+        assert!(!at.is_empty());
+        for t in &at {
+            let from = t - (RAMP_TICKS - 1) as f64 * 0.136;
+            assert!(from > 1.0 || *t < 1.0, "a loss in the window: {at:?}");
+            let before = from - 0.136;
+            assert!(before > 2.5 || *t < 2.5, "new caps in the window: {at:?}");
+        }
+        // The counts each window made are the five.
+        assert!(a.others.iter().all(|(_, n, _)| (n - 5.0).abs() < 0.2));
+        // The share: a sixth of the path once enough windows said it.
+        assert!(a.others.len() >= RAMPS_MIN);
+        let share = a.counted_share().unwrap();
+        assert!((share / 2e6 - 1.0).abs() < 0.03, "{share}");
     }
 
     #[test]
@@ -1727,6 +2162,51 @@ mod tests {
             a.rates
                 .push_back((Duration::from_millis(ds as u64 * 100), rate));
         }
+    }
+
+    #[test]
+    fn on_a_steady_path_others_the_queue_counts_are_a_fall_before_the_rate_falls_a_quarter() {
+        // 20 s at 12 MB/s (a swing to half of it for 3 s from 20 s, if
+        // `swing`), then from 28 s `share` of it, with `others` counted at
+        // every tick of the last 2 s.
+        let fall = |others: f64, share: f64, swing: bool| {
+            let mut a = Auto::new(1, 9, Strength::ONE);
+            a.queue = Queue::Own;
+            at(&mut a, 0..200, 12e6);
+            at(&mut a, 200..230, if swing { 6e6 } else { 12e6 });
+            at(&mut a, 230..280, 12e6);
+            at(&mut a, 280..300, share * 12e6);
+            for ds in 281..300u64 {
+                let t = Duration::from_millis(ds * 100);
+                a.others.push_back((t, others, false));
+            }
+            a.fell(Duration::from_secs(30))
+        };
+        assert_eq!(fall(5.0, 0.8, false), Some(Duration::from_secs(28)));
+        assert_eq!(fall(1.0, 0.8, false), None, "too few others to be sure");
+        assert_eq!(fall(5.0, 0.9, false), None, "UDP 1-10 Mb/s takes a tenth");
+        assert_eq!(fall(5.0, 0.8, true), None, "a source that swings");
+    }
+
+    #[test]
+    fn a_falls_question_follows_the_count_the_capped_group_makes() {
+        let mut a = Auto::new(1, 4, Strength::ONE);
+        a.full = Some(12e6);
+        // A fall's question yields down to 1.6 MB/s, a count made while the
+        // group ran strong; then six windows, capped, count five others.
+        a.yielding = Some(Duration::from_secs(40));
+        a.fallen_told = Some(1.6e6);
+        for i in 0..6u64 {
+            let t = Duration::from_millis(30_000 + i * 136);
+            a.others.push_back((t, 5.0, true));
+        }
+        let asked = a.tick(Duration::from_secs(31), &views(108.0));
+        assert_eq!(caps(&asked), vec![Some(500_000); 4], "a sixth of the path");
+        assert!(a.asking(), "the question goes on");
+        // Within 5 % of that: nothing retold.
+        a.others.push_back((Duration::from_secs(31), 5.2, true));
+        let asked = a.tick(Duration::from_millis(31_136), &views(108.0));
+        assert!(caps(&asked).is_empty(), "{asked:?}");
     }
 
     #[test]

@@ -73,6 +73,36 @@ pub fn measured_knee(points: &[(u32, f64)], frac: f64) -> Option<u32> {
     sorted.into_iter().find(|p| p.1 >= frac * best).map(|p| p.0)
 }
 
+/// Flows that each add a packet per RTT to a drop-tail queue (Reno's
+/// congestion avoidance) beside a sender that holds its own rate fill the
+/// queue at n packets an RTT: its delay q grows as dq/dt = n d / R, with d
+/// the seconds one packet takes at the bottleneck and R = base + q, so R^2
+/// grows at 2 n d a second. `growth_s` is that growth (seconds of R^2 a
+/// second); `mss_bytes` and `rate_bps` (what the bottleneck moves of them,
+/// bits a second) give d. The count is of flows at the sender's RTT: one
+/// whose RTT is twice as long adds a packet every two and counts a quarter.
+pub fn flows_filling(growth_s: f64, mss_bytes: f64, rate_bps: f64) -> f64 {
+    let d = mss_bytes * 8.0 / rate_bps;
+    growth_s / (2.0 * d)
+}
+
+/// What `k` flows' worth of a path of `rate_bps` takes when `others`
+/// flows share it equally with them: k / (others + k) of it.
+pub fn equal_share_bps(rate_bps: f64, others: f64, k: f64) -> f64 {
+    rate_bps * k / (others.max(0.0) + k)
+}
+
+/// The least-squares slope of y against x (None for fewer than two
+/// distinct x).
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (points.len() >= 2 && sxx > 0.0).then(|| sxy / sxx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +126,33 @@ mod tests {
             mathis_bps(4.0 * 1448.0, 0.065, 1e-4, C_PERIODIC),
             1e-12
         ));
+    }
+
+    #[test]
+    fn flows_counted_from_the_queues_growth_by_hand() {
+        // 100 Mb/s of 1448 B packets: 115.84 us a packet. Five flows adding a
+        // packet an RTT each at 100 ms: the queue grows 579.2 us an RTT,
+        // 5.792 ms a second, so R^2 grows at 2 R dR/dt = 2 * 0.1 * 5.792e-3.
+        let growth = 2.0 * 0.1 * 5.792e-3;
+        let n = flows_filling(growth, 1448.0, 100e6);
+        assert!(close(n, 5.0, 1e-9), "{n}");
+        // The same five at 200 ms: the queue grows half as fast, and R^2 the same.
+        let n = flows_filling(2.0 * 0.2 * 5.792e-3 / 2.0, 1448.0, 100e6);
+        assert!(close(n, 5.0, 1e-9), "{n}");
+        // One flow's worth beside five: a sixth; two flows' worth: two sevenths.
+        assert!(close(equal_share_bps(96e6, 5.0, 1.0), 16e6, 1e-12));
+        assert!(close(equal_share_bps(98e6, 5.0, 2.0), 28e6, 1e-12));
+        assert_eq!(equal_share_bps(50e6, -1.0, 1.0), 50e6);
+    }
+
+    #[test]
+    fn slope_by_least_squares() {
+        let line: Vec<(f64, f64)> = (0..5).map(|i| (i as f64, 3.0 + 2.0 * i as f64)).collect();
+        assert!(close(slope(&line).unwrap(), 2.0, 1e-12));
+        // (0,0) (1,1) (2,0): the best line is flat.
+        assert_eq!(slope(&[(0.0, 0.0), (1.0, 1.0), (2.0, 0.0)]), Some(0.0));
+        assert_eq!(slope(&[(1.0, 0.0)]), None);
+        assert_eq!(slope(&[(1.0, 0.0), (1.0, 2.0)]), None);
     }
 
     #[test]
