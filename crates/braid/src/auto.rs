@@ -949,14 +949,7 @@ impl Auto {
         if elapsed < self.answered + RATE_SPAN + hold {
             return None;
         }
-        let best = |recent: bool| {
-            self.rates
-                .iter()
-                .filter(|(t, _)| (*t + hold > elapsed) == recent)
-                .map(|(_, r)| *r)
-                .reduce(f64::max)
-        };
-        match (best(true), best(false)) {
+        match self.best_rates(elapsed, hold) {
             // The rates lag what the path did by their span.
             (Some(now), Some(before)) if now < FALL_SHARE * before => {
                 Some(elapsed.saturating_sub(hold + RATE_SPAN))
@@ -973,30 +966,38 @@ impl Auto {
         if !self.steady() {
             return None;
         }
-        let mut n: Vec<f64> = self
+        let n: Vec<f64> = self
             .others
             .iter()
             .filter(|o| o.0 > since)
             .map(|o| o.1)
             .collect();
-        if n.len() < RAMPS_MIN {
+        if n.len() < RAMPS_MIN || median(n)? < COUNTED_OTHERS {
             return None;
         }
-        n.sort_by(f64::total_cmp);
-        if n[n.len() / 2] < COUNTED_OTHERS {
-            return None;
-        }
-        let best = |recent: bool| {
-            self.rates
-                .iter()
-                .filter(|(t, _)| (*t > since) == recent)
-                .map(|(_, r)| *r)
-                .reduce(f64::max)
-        };
-        match (best(true), best(false)) {
+        match self.best_rates(elapsed, COUNTED_FOR) {
             (Some(now), Some(before)) if now < COUNTED_FALL * before => Some(since),
             _ => None,
         }
+    }
+
+    /// The best of the group's rates over the last `recent`, and the best
+    /// of those before.
+    fn best_rates(&self, elapsed: Duration, recent: Duration) -> (Option<f64>, Option<f64>) {
+        let best = |now: bool| {
+            self.rates
+                .iter()
+                .filter(|(t, _)| (*t + recent > elapsed) == now)
+                .map(|(_, r)| *r)
+                .reduce(f64::max)
+        };
+        (best(true), best(false))
+    }
+
+    /// Whether enough counts of others were made while every stream was
+    /// capped for the share to go by them alone (see `counted_share`).
+    fn counted_held(&self) -> bool {
+        self.others.iter().filter(|o| o.2).count() >= RAMPS_MIN
     }
 
     /// The loss events per packet one flow in the group's place would see:
@@ -1066,17 +1067,16 @@ impl Auto {
         // group's own growth out (k packets an RTT while it runs strong, a
         // larger and noisier part of what the queue says): once there are
         // enough of them, they alone.
-        let held = self.others.iter().filter(|o| o.2).count() >= RAMPS_MIN;
-        let mut n: Vec<f64> = self
+        let held = self.counted_held();
+        let n: Vec<f64> = self
             .others
             .iter()
             .filter(|o| o.2 || !held)
             .map(|o| o.1)
             .collect();
-        n.sort_by(f64::total_cmp);
         // A question found the room taken: someone is there, if the queue
         // grows by none (traffic that holds its rate).
-        Some(equal_share_bps(full, n[n.len() / 2].max(1.0), self.floor))
+        Some(equal_share_bps(full, median(n)?.max(1.0), self.floor))
     }
 
     /// Notes this tick for the count of others, and counts them over the
@@ -1264,12 +1264,13 @@ impl Auto {
                     None => (window, false),
                 }
             };
+            let flights: Vec<(f64, bool)> = live_now.iter().map(flight).collect();
             let tick = RampTick {
                 t: elapsed,
                 srtt_us: srtt,
                 cwnd: live_now.iter().map(|(_, i)| i.cwnd as u64).sum(),
-                flight: live_now.iter().map(|l| flight(l).0).sum(),
-                held: live_now.iter().all(|l| flight(l).1),
+                flight: flights.iter().map(|f| f.0).sum(),
+                held: flights.iter().all(|f| f.1),
                 streams: live_now.len(),
                 caps: self.caps,
                 standing,
@@ -1287,13 +1288,12 @@ impl Auto {
             // which settled 10.1 s after the arrival). Once the capped group
             // has counted them itself, the room follows that count.
             if let Some(told) = self.fallen_told {
-                let held = self.others.iter().filter(|o| o.2).count() >= RAMPS_MIN;
+                let held = self.counted_held();
                 let moved = |n: &f64| held && (n - told).abs() > FAIR_RETELL * told;
                 if let Some(new) = self.counted_share().filter(moved) {
                     self.fallen_told = Some(new);
-                    let live = live(streams);
-                    let each = (new / live.len().max(1) as f64).max(1.0) as u64;
-                    return live
+                    let each = (new / live_now.len().max(1) as f64).max(1.0) as u64;
+                    return live_now
                         .iter()
                         .map(|(s, _)| Steering::Pace(*s, Some(each)))
                         .collect();
@@ -1394,6 +1394,13 @@ fn live(streams: &[StreamView]) -> Vec<(usize, &braid_cc::TcpInfo)> {
 }
 
 /// The live streams' median smoothed RTT; `live` is not empty.
+/// The middle of `x` (the upper of the two middles of an even count);
+/// None when empty.
+fn median(mut x: Vec<f64>) -> Option<f64> {
+    x.sort_by(f64::total_cmp);
+    x.get(x.len() / 2).copied()
+}
+
 fn median_srtt_us(live: &[(usize, &braid_cc::TcpInfo)]) -> u32 {
     let mut srtt: Vec<u32> = live.iter().map(|(_, i)| i.srtt_us).collect();
     srtt.sort_unstable();
