@@ -15,7 +15,7 @@ use braid::telemetry::{Output, Summary};
 use braid::{target, Error, Result};
 use braid_cc::Strength;
 use braid_link::spec::parse_rate;
-use braid_wire::{Kind, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE};
+use braid_wire::{Kind, Mode, SessionParams, FLAG_FALL_BACK, FLAG_RESUME, FLAG_REVERSE};
 use clap::{Args, ValueEnum};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -30,6 +30,7 @@ pub enum ModeArg {
     Tcpp,
     /// N braid_tcpp streams whose strength braid steers while it sends: up to N flows'
     /// worth while the path shows no queue, --fair-share flows' worth while others share it.
+    /// The default; left at it, a sending end without braid's controls runs parallel instead.
     Auto,
     /// Streams of --cc whose number braid searches for as Falcon does (a gradient over n of
     /// throughput / 1.02^n - 10 x throughput x loss), from 1 up to N; a baseline for auto.
@@ -38,9 +39,10 @@ pub enum ModeArg {
 
 #[derive(Args, Clone)]
 pub struct SessionArgs {
-    /// How the sending end sets its streams' congestion controls.
-    #[arg(long, value_enum, default_value = "parallel")]
-    mode: ModeArg,
+    /// How the sending end sets its streams' congestion controls [default: auto, or
+    /// parallel where the sending end has no braid controls loaded].
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
     /// Number of parallel streams.
     #[arg(short = 'n', long, default_value_t = 4)]
     streams: u16,
@@ -277,9 +279,16 @@ pub(crate) fn token(file: &Option<PathBuf>) -> Result<Option<Token>> {
     }
 }
 
+impl SessionArgs {
+    /// The mode asked for, or the default.
+    fn mode(&self) -> ModeArg {
+        self.mode.unwrap_or(ModeArg::Auto)
+    }
+}
+
 /// Falcon's search adds and removes streams, and only the end that dials them can.
 fn only_where_the_client_sends(s: &SessionArgs, what: &str) -> Result<()> {
-    if matches!(s.mode, ModeArg::Falcon) {
+    if matches!(s.mode, Some(ModeArg::Falcon)) {
         return Err(Error::Usage(format!(
             "--mode falcon searches over the streams the client dials while it sends: use it \
              with send or bench, not {what}"
@@ -289,7 +298,15 @@ fn only_where_the_client_sends(s: &SessionArgs, what: &str) -> Result<()> {
 }
 
 fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
-    let mode = match s.mode {
+    // The default runs braid's own control: a --cc would be quietly ignored.
+    if s.mode.is_none() && !s.cc.is_empty() {
+        return Err(Error::Usage(format!(
+            "--cc {} sets the control of single, parallel and falcon streams, and the default \
+             mode, auto, runs braid's own: add --mode parallel (or single) to use it",
+            s.cc
+        )));
+    }
+    let mode = match s.mode() {
         ModeArg::Single => Mode::Single,
         ModeArg::Parallel => Mode::Parallel,
         ModeArg::Combined => Mode::Combined,
@@ -303,7 +320,7 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
             s.virtual_rtt
         )));
     }
-    let streams = if matches!(s.mode, ModeArg::Single) {
+    let streams = if matches!(s.mode(), ModeArg::Single) {
         1
     } else {
         s.streams
@@ -316,14 +333,16 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
         streams,
         cc: s.cc.clone(),
         frac_cwnd: (1000.0 / s.virtual_rtt).round() as u16,
-        strength_milli: if matches!(s.mode, ModeArg::Auto) {
+        strength_milli: if matches!(s.mode(), ModeArg::Auto) {
             s.fair_share.milli()
         } else {
             s.strength.milli()
         },
         duration_ms: 0,
         block_size,
-        flags: 0,
+        // Left at the default, auto may fall back where the sender has no controls;
+        // asked for by name, it stops there with the reason.
+        flags: if s.mode.is_none() { FLAG_FALL_BACK } else { 0 },
         limit_bps: 0,
     })
 }

@@ -3,85 +3,16 @@
 //! still gets through, how it ends, and the descriptor limit. Loopback only;
 //! every server and client here is a child of the test and is ended by it.
 
+mod common;
+
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "attack-test-token";
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Limits the descriptors of a child before it runs (soft and hard).
-fn fd_limit(cmd: &mut Command, n: u64) {
-    // SAFETY: setrlimit is async-signal-safe, as pre_exec requires.
-    unsafe {
-        cmd.pre_exec(move || {
-            let r = libc::rlimit {
-                rlim_cur: n,
-                rlim_max: n,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-fn braid() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_braid"));
-    c.env("BRAID_TOKEN", TOKEN);
-    c
-}
-
-fn serve(root: &Path, extra: &[&str], fds: Option<u64>) -> Server {
-    let mut cmd = braid();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if let Some(n) = fds {
-        fd_limit(&mut cmd, n);
-    }
-    let mut child = cmd.spawn().expect("braid serve starts");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "braid serve ended");
-        if let Some(a) = line.trim().strip_prefix("braid serve: listening on ") {
-            break a.to_owned();
-        }
-    };
-    // Keep reading its stderr so it never blocks on a full pipe.
-    thread::spawn(move || for _ in err.lines() {});
-    Server { child, addr }
-}
-
-fn client(args: &[&str], fds: Option<u64>) -> Output {
-    let mut cmd = braid();
-    cmd.args(args).args(["--ssh", "never"]);
-    if let Some(n) = fds {
-        fd_limit(&mut cmd, n);
-    }
-    cmd.output().expect("braid runs")
-}
+use common::{braid, client, ok, serve};
 
 fn status_kb(pid: u32, field: &str) -> u64 {
     let s = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -100,15 +31,6 @@ fn cpu_seconds(pid: u32) -> f64 {
     // utime and stime are fields 14 and 15 of stat, 11 and 12 after the name.
     let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
     ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
-}
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "rc {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 #[test]

@@ -30,3 +30,13 @@ fn falcon_is_refused_where_the_client_does_not_send() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not bench --reverse"), "{err}");
 }
+
+#[test]
+fn a_cc_the_default_mode_would_ignore_is_refused() {
+    let (code, err) = braid(&["bench", "--cc", "cubic", "127.0.0.1:1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--cc cubic") && err.contains("--mode parallel"),
+        "{err}"
+    );
+}

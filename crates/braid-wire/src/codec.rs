@@ -96,6 +96,7 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             w.u32(*file);
             w.bytes(hash);
         }
+        Message::Fallback { reason } => w.str(reason),
     }
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
@@ -282,6 +283,9 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 hash: r.array()?,
             }
         }
+        16 => Message::Fallback {
+            reason: r.named("fallback").str()?,
+        },
         t => return Err(DecodeError::Type(t)),
     };
     if !r.b.is_empty() {
@@ -451,6 +455,12 @@ mod tests {
         let mut v = vec![0, 0, 0, 37, 15, 0, 0, 0, 3];
         v.extend_from_slice(&hash);
         assert_eq!(bytes(&Message::Verify { file: 3, hash }), v);
+        assert_eq!(
+            bytes(&Message::Fallback {
+                reason: "no".into()
+            }),
+            [0, 0, 0, 5, 16, 0, 2, b'n', b'o']
+        );
     }
 
     #[test]
@@ -528,6 +538,15 @@ mod tests {
                 value: 0x80
             })
         );
+        // The lowest bit this build does not know is refused too.
+        open[flags_at] = 8;
+        assert_eq!(
+            decode(&open),
+            Err(DecodeError::Value {
+                what: "open: flags",
+                value: 8
+            })
+        );
     }
 
     fn arb_message() -> impl Strategy<Value = Message> {
@@ -540,7 +559,7 @@ mod tests {
                 any::<u32>(),
                 any::<u32>(),
                 any::<u32>(),
-                0u32..4,
+                0u32..8,
                 any::<u64>(),
             ),
         )
@@ -619,6 +638,7 @@ mod tests {
             any::<u64>().prop_map(|bytes| Message::Close { bytes }),
             (any::<u32>(), any::<[u8; 32]>())
                 .prop_map(|(file, hash)| Message::Verify { file, hash }),
+            "\\PC{0,80}".prop_map(|reason| Message::Fallback { reason }),
         ]
     }
 

@@ -3,6 +3,7 @@
 //! session to `driver` as the dial side (it dials every data stream, and a
 //! lost one again).
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,10 +89,39 @@ fn open(cfg: &Config) -> Result<Opened> {
     Err(last.expect("resolve returns at least one address"))
 }
 
-fn accepted(ctrl: &mut Conn) -> Result<u64> {
-    match ctrl.recv()? {
-        Message::Accepted { session } => Ok(session),
-        m => Err(session::unexpected("the session's acceptance", &m)),
+/// The config this end opens with: where it sends, and the user left auto at its
+/// default while braid's controls are not loaded here, the fallback's (and says so).
+fn as_sending(cfg: &Config, sends: bool) -> Cow<'_, Config> {
+    match sends
+        .then(|| driver::fallback(&cfg.params, &cfg.pin_dir))
+        .flatten()
+    {
+        Some((params, reason)) => {
+            notes(cfg.output).say("mode_fallback", 0, &reason, &reason);
+            Cow::Owned(Config {
+                params,
+                ..cfg.clone()
+            })
+        }
+        None => Cow::Borrowed(cfg),
+    }
+}
+
+/// The session's number and the parameters its sender runs: a sending server
+/// that fell back from the default auto says so (and why) before it accepts.
+fn accepted(ctrl: &mut Conn, cfg: &Config) -> Result<(u64, SessionParams)> {
+    let mut params = cfg.params.clone();
+    loop {
+        match ctrl.recv()? {
+            Message::Accepted { session } => return Ok((session, params)),
+            // Only where this end allowed it, and once: the fallback has none of its own.
+            Message::Fallback { reason } if plan::fallback(&params).is_some() => {
+                let human = format!("the server: {reason}");
+                notes(cfg.output).say("mode_fallback", 0, &reason, &human);
+                params = plan::fallback(&params).expect("checked above");
+            }
+            m => return Err(session::unexpected("the session's acceptance", &m)),
+        }
     }
 }
 
@@ -149,11 +179,13 @@ impl<'a> SessionSteer<'a> {
 
 /// `braid bench`: memory to memory for the session's duration.
 pub fn bench(cfg: &Config) -> Result<Summary> {
+    let sends = driver::sends(Kind::Bench, cfg.params.flags, true);
+    let resolved = as_sending(cfg, sends);
+    let cfg = &*resolved;
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Bench)))?;
-    let session = accepted(&mut o.ctrl)?;
-    let sends = driver::sends(Kind::Bench, cfg.params.flags, true);
+    let (session, ran) = accepted(&mut o.ctrl, cfg)?;
     let sending = if sends {
         Some(controls(cfg, session)?)
     } else {
@@ -185,7 +217,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let mut summary = tel.finish(
         "bench",
         if sends { "sender" } else { "receiver" },
-        mode_name(&cfg.params),
+        mode_name(&ran),
     );
     let _ = sampler.join();
     summary.peer_bytes = Some(peer?);
@@ -200,12 +232,14 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
             eprintln!("braid: skipping {s}");
         }
     }
+    let resolved = as_sending(cfg, true);
+    let cfg = &*resolved;
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Send)))?;
     let entries: Vec<FileEntry> = files.iter().map(|s| s.entry.clone()).collect();
     session::send_manifest(&mut o.ctrl, &entries)?;
-    let session = accepted(&mut o.ctrl)?;
+    let (session, _) = accepted(&mut o.ctrl, cfg)?;
     // A receiver holds at most a range per block it could have written.
     let held = engine::read_ranges(&mut o.ctrl, files.len(), crate::receive::DEFAULT_MAX_BLOCKS)?;
     let sending = controls(cfg, session)?;
@@ -261,7 +295,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         })
         .collect();
     session::send_manifest(&mut o.ctrl, &wanted)?;
-    let session = accepted(&mut o.ctrl)?;
+    let (session, ran) = accepted(&mut o.ctrl, cfg)?;
     let files = session::recv_manifest(&mut o.ctrl, ManifestLimits::default());
     let files = o.ctrl.tell(files)?;
     let n = cfg.params.streams as usize;
@@ -284,7 +318,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         steer: None,
     };
     let res = driver::receive_files(o.ctrl, Side::Dial(&dial), &shared, n, run);
-    let mut summary = tel.finish("get", "receiver", mode_name(&cfg.params));
+    let mut summary = tel.finish("get", "receiver", mode_name(&ran));
     let _ = sampler.join();
     let peer = res?;
     summary.peer_bytes = Some(peer);

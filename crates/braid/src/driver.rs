@@ -80,6 +80,20 @@ pub fn sends(kind: Kind, flags: u32, dials: bool) -> bool {
     }
 }
 
+/// Where the user left auto at its default and this end, which sends, cannot
+/// open braid's controls: the fixed mode it runs instead (plan::fallback) and
+/// why. `None`: the session runs as asked (and one that asked for auto by name
+/// and finds no controls stops with the reason, in `Sending::new`).
+pub fn fallback(p: &SessionParams, pin_dir: &std::path::Path) -> Option<(SessionParams, String)> {
+    let f = plan::fallback(p)?;
+    let e = braid_cc::Controls::open(pin_dir).err()?;
+    let reason = format!(
+        "the default mode, auto, cannot run here ({e}): sending as {} instead (--mode names another)",
+        plan::mode_name(&f)
+    );
+    Some((f, reason))
+}
+
 /// How many streams the sending end starts with: a dialling end may start
 /// with fewer and let its steer add more; an accepting one carries on
 /// whatever the peer dials.

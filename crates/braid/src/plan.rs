@@ -2,7 +2,7 @@
 //! braid-cc settings. Whichever end sends data applies this to its sockets.
 
 use braid_cc::{SocketSettings, Strength};
-use braid_wire::{Kind, Mode, SessionParams};
+use braid_wire::{Kind, Mode, SessionParams, FLAG_FALL_BACK};
 
 /// At most this many streams per session.
 pub const MAX_STREAMS: u16 = 256;
@@ -68,6 +68,19 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
             .map_err(|e| e.to_string()),
         _ => Ok(()),
     }
+}
+
+/// What a sending end without braid's controls runs in place of auto the user left
+/// at its default: the fixed default auto replaced, as many streams of the system's
+/// control in `parallel`. `None` where the user asked for the mode by name: a
+/// transfer (or a measurement) that asked for auto must not quietly run as another.
+pub fn fallback(p: &SessionParams) -> Option<SessionParams> {
+    (p.mode == Mode::Auto && p.flags & FLAG_FALL_BACK != 0).then(|| SessionParams {
+        mode: Mode::Parallel,
+        cc: String::new(),
+        flags: p.flags & !FLAG_FALL_BACK,
+        ..p.clone()
+    })
 }
 
 /// The streams a session starts with: a Falcon search starts at one and
@@ -164,6 +177,23 @@ mod tests {
         assert!(stream_controls(&p, 0)
             .iter()
             .all(|s| s.cc.as_deref() == Some("cubic")));
+    }
+
+    #[test]
+    fn only_auto_left_at_its_default_falls_back_and_to_parallel_of_as_many_streams() {
+        let mut p = params(Mode::Auto, 4);
+        assert_eq!(fallback(&p), None, "auto asked for by name");
+        p.flags = FLAG_FALL_BACK | braid_wire::FLAG_RESUME;
+        let f = fallback(&p).expect("auto by default falls back");
+        assert_eq!((f.mode, f.streams, f.cc.as_str()), (Mode::Parallel, 4, ""));
+        assert_eq!(f.flags, braid_wire::FLAG_RESUME, "the other flags stay");
+        assert!(check(&f).is_ok());
+        assert!(stream_controls(&f, 1)
+            .iter()
+            .all(|c| *c == StreamControl::default()));
+        let mut t = params(Mode::Tcpp, 4);
+        t.flags = FLAG_FALL_BACK;
+        assert_eq!(fallback(&t), None, "only auto has a fallback");
     }
 
     #[test]

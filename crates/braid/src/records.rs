@@ -6,7 +6,7 @@
 //! | type | printed by | when |
 //! |---|---|---|
 //! | `interval` | `send`, `get`, `bench` with `--json` | every `-i` seconds |
-//! | `event` | `send`, `get`, `bench` with `--json` | a stream lost, and dialled again |
+//! | `event` | `send`, `get`, `bench` with `--json` | a stream lost, and dialled again; the default mode's fallback |
 //! | `summary` | `send`, `get`, `bench`, `serve` with `--json` | once a session ends |
 //! | `source` | `braid traffic udp` | at its end |
 //! | `sink_interval` | `braid traffic sink` | per flow and interval of the sender's clock |
@@ -91,10 +91,11 @@ pub struct Interval {
     pub streams: Vec<StreamSample>,
 }
 
-/// A stream lost (its blocks go to the others) or dialled again.
+/// A stream lost (its blocks go to the others) or dialled again, or the
+/// default mode's fallback (stream 0; `reason` says why and what runs).
 #[derive(Clone, Debug, Serialize)]
 pub struct Event {
-    /// `stream_lost` or `stream_redialled`.
+    /// `stream_lost`, `stream_redialled` or `mode_fallback`.
     pub event: &'static str,
     pub stream: usize,
     pub reason: String,
