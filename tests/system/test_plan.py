@@ -33,5 +33,5 @@ def test_plan_probes_rtt_and_loss_and_recommends_the_knee(tmp_path, record):
     assert 39.5 <= plan.rtt_s * 1e3 <= 45, plan.rtt_s
     # Retransmitted per sent segment: the link's 1e-3, give or take the probe's few seconds.
     assert 3e-4 <= plan.loss <= 3e-3, plan.loss
-    assert plan.recommend_mode == "parallel" and plan.recommend_streams >= 2
+    assert plan.recommend_mode == "auto" and plan.recommend_streams >= 2
     assert json.loads(out.stdout)["type"] == "plan"

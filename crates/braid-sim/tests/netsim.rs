@@ -35,6 +35,19 @@ fn many(n: usize, f: Flow) -> Vec<Flow> {
         .collect()
 }
 
+/// 5 Reno flows (as `many` starts them) that arrive `from_s` seconds in and,
+/// given `until_s`, leave then: the laboratory's arriving competition.
+fn arriving(from_s: u64, until_s: Option<u64>) -> Vec<Flow> {
+    many(5, Flow::new(Arith::Reno))
+        .into_iter()
+        .map(|f| Flow {
+            start_ns: f.start_ns + from_s * S,
+            stop_ns: until_s.map_or(f.stop_ns, |u| u * S),
+            ..f
+        })
+        .collect()
+}
+
 #[test]
 fn frac_grows_as_if_its_rtt_were_m_times_longer() {
     // Hacker 2004 section V: under loss that is not congestion, a fractional
@@ -464,13 +477,7 @@ fn auto_gives_way_to_reno_flows_that_arrive_while_it_runs_strong() {
     // strong group they stay small, and nothing in its TCP_INFO tells them from stiff
     // traffic until the group next yields (within 30 s) and they grow into the room.
     let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
-    let reno: Vec<Flow> = many(5, Flow::new(Arith::Reno))
-        .into_iter()
-        .map(|f| Flow {
-            start_ns: f.start_ns + 20 * S,
-            ..f
-        })
-        .collect();
+    let reno = arriving(20, None);
     let (auto, ks) = steered(link, 68, &reno, 60, 120);
     let share = auto.mbps(0..9) / (auto.mbps(9..14) / 5.0);
     let early = ks[..ks.len() / 8].iter().cloned().fold(0.0, f64::max);
@@ -494,14 +501,7 @@ fn auto_takes_the_path_back_when_reno_flows_leave() {
     // have gone, no queue stands while it is held to that share, and 5 s later it lets go
     // and fills the path again.
     let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
-    let reno: Vec<Flow> = many(5, Flow::new(Arith::Reno))
-        .into_iter()
-        .map(|f| Flow {
-            start_ns: f.start_ns + 20 * S,
-            stop_ns: 50 * S,
-            ..f
-        })
-        .collect();
+    let reno = arriving(20, Some(50));
     let (during, _) = steered(link, 68, &reno, 35, 50);
     let (after, _) = steered(link, 68, &reno, 60, 90);
     let (alone, _) = steered(link, 68, &[], 60, 90);
@@ -520,13 +520,7 @@ fn auto_finds_reno_flows_that_arrive_between_its_questions() {
     // due at 55 s; 5 Reno flows arrive as it ends. Beside the strong group they hold a share
     // and the group's delivery stays down: that brings the question forward.
     let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
-    let reno: Vec<Flow> = many(5, Flow::new(Arith::Reno))
-        .into_iter()
-        .map(|f| Flow {
-            start_ns: f.start_ns + 26 * S,
-            ..f
-        })
-        .collect();
+    let reno = arriving(26, None);
     let Trace {
         outcome: o, shared, ..
     } = traced(link, 68, &reno, 60, 90);
@@ -550,14 +544,7 @@ fn auto_holds_one_flows_share_steadily_once_reno_flows_arrive_beside_it() {
     // so it knows the path's rate, counts the newcomers by how fast they fill
     // the queue, and holds the path's rate split equally with them.
     let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
-    let reno: Vec<Flow> = many(5, Flow::new(Arith::Reno))
-        .into_iter()
-        .map(|f| Flow {
-            start_ns: f.start_ns + 80 * S,
-            stop_ns: 160 * S,
-            ..f
-        })
-        .collect();
+    let reno = arriving(80, Some(160));
     let Trace {
         outcome: o, moved, ..
     } = traced(link, 68, &reno, 100, 160);

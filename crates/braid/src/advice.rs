@@ -58,6 +58,12 @@ pub fn advise(path: &PathFacts, c: f64) -> Plan {
             streams: n,
             predicted_bps: cap(one),
         },
+        PlanMode {
+            // Up to n flows' worth while the path is its own: what it moves there.
+            mode: "auto".into(),
+            streams: n,
+            predicted_bps: cap(n as f64 * one),
+        },
     ];
     let (mode, streams, reason) = if one >= 0.9 * path.rate_bps {
         (
@@ -71,13 +77,16 @@ pub fn advise(path: &PathFacts, c: f64) -> Plan {
         )
     } else {
         (
-            "parallel".to_owned(),
+            "auto".to_owned(),
             knee,
             format!(
                 "loss of {:.1e} holds one stream to {:.1} Mb/s of {:.1} Mb/s; {knee} streams reach the \
-                 path's rate (the knee), more only add congestion. Where others share the path, \
-                 `tcpp -n {knee} --strength 1` takes one flow's share, and `combined -n {knee} \
-                 --virtual-rtt 10` is predicted to move {:.0} % of what {knee} parallel streams would",
+                 path's rate (the knee), more only add congestion. Auto (the default mode) runs up \
+                 to {knee} streams' worth while the path is its own and one flow's share while others \
+                 share it, where `parallel -n {knee}` takes {knee} flows' shares; of the fixed modes, \
+                 `tcpp -n {knee} --strength 1` takes one flow's share everywhere, and `combined -n \
+                 {knee} --virtual-rtt 10` is predicted to move {:.0} % of what {knee} parallel streams \
+                 would",
                 path.loss,
                 one / 1e6,
                 path.rate_bps / 1e6,
@@ -122,7 +131,7 @@ mod tests {
         let p = advise(&path(100e6, 0.068, 1e-5), C_PERIODIC);
         assert_eq!(
             (p.recommend_mode.as_str(), p.recommend_streams),
-            ("parallel", 2)
+            ("auto", 2)
         );
         assert!((p.modes[0].predicted_bps - 65.97e6).abs() < 0.1e6);
         assert_eq!(p.modes[1].predicted_bps, 100e6, "capped at the path's rate");
@@ -153,5 +162,7 @@ mod tests {
         assert!(by("combined --virtual-rtt 100") < by("combined --virtual-rtt 10"));
         assert!(by("combined --virtual-rtt 10") < by("parallel"));
         assert_eq!(by("tcpp --strength 1"), by("single"));
+        // Auto on the path alone moves what parallel streams would.
+        assert_eq!(by("auto"), by("parallel"));
     }
 }

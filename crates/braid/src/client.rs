@@ -91,20 +91,21 @@ fn open(cfg: &Config) -> Result<Opened> {
 
 /// The config this end opens with: where it sends, and the user left auto at its
 /// default while braid's controls are not loaded here, the fallback's (and says so).
-fn as_sending(cfg: &Config, sends: bool) -> Cow<'_, Config> {
-    match sends
-        .then(|| driver::fallback(&cfg.params, &cfg.pin_dir))
-        .flatten()
-    {
-        Some((params, reason)) => {
-            notes(cfg.output).say("mode_fallback", 0, &reason, &reason);
-            Cow::Owned(Config {
-                params,
-                ..cfg.clone()
-            })
-        }
-        None => Cow::Borrowed(cfg),
+/// A mode asked for by name that needs the controls and cannot have them stops
+/// here, before a server is asked for a session.
+fn as_sending(cfg: &Config, sends: bool) -> Result<Cow<'_, Config>> {
+    if !sends {
+        return Ok(Cow::Borrowed(cfg));
     }
+    if let Some((params, reason)) = driver::fallback(&cfg.params, &cfg.pin_dir) {
+        notes(cfg.output).say("mode_fallback", 0, &reason, &reason);
+        return Ok(Cow::Owned(Config {
+            params,
+            ..cfg.clone()
+        }));
+    }
+    session::open_controls(&plan::stream_controls(&cfg.params, 0), &cfg.pin_dir)?;
+    Ok(Cow::Borrowed(cfg))
 }
 
 /// The session's number and the parameters its sender runs: a sending server
@@ -180,7 +181,7 @@ impl<'a> SessionSteer<'a> {
 /// `braid bench`: memory to memory for the session's duration.
 pub fn bench(cfg: &Config) -> Result<Summary> {
     let sends = driver::sends(Kind::Bench, cfg.params.flags, true);
-    let resolved = as_sending(cfg, sends);
+    let resolved = as_sending(cfg, sends)?;
     let cfg = &*resolved;
     let mut o = open(cfg)?;
     o.ctrl
@@ -232,7 +233,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
             eprintln!("braid: skipping {s}");
         }
     }
-    let resolved = as_sending(cfg, true);
+    let resolved = as_sending(cfg, true)?;
     let cfg = &*resolved;
     let mut o = open(cfg)?;
     o.ctrl
