@@ -1393,7 +1393,6 @@ fn live(streams: &[StreamView]) -> Vec<(usize, &braid_cc::TcpInfo)> {
         .collect()
 }
 
-/// The live streams' median smoothed RTT; `live` is not empty.
 /// The middle of `x` (the upper of the two middles of an even count);
 /// None when empty.
 fn median(mut x: Vec<f64>) -> Option<f64> {
@@ -1401,6 +1400,7 @@ fn median(mut x: Vec<f64>) -> Option<f64> {
     x.get(x.len() / 2).copied()
 }
 
+/// The live streams' median smoothed RTT; `live` is not empty.
 fn median_srtt_us(live: &[(usize, &braid_cc::TcpInfo)]) -> u32 {
     let mut srtt: Vec<u32> = live.iter().map(|(_, i)| i.srtt_us).collect();
     srtt.sort_unstable();
