@@ -151,9 +151,15 @@ def test_variants_quick(controls, record, tmp_path):
            loss={r["method"]: round(r["method_loss_ratio"], 4) for r in rows},
            jain={r["method"]: round(r["jain"], 3) for r in rows if r["jain"] is not None})
     _verdicts(record, out)
-    for m in ("reno-10", "braid_stcp-10"):
-        assert _one(rows, "red-10mbit", m)["utilisation"] > 0.85
-        assert _one(rows, "red-10mbit", m)["jain"] > 0.5
+    reno, stcp = (_one(rows, "red-10mbit", m) for m in ("reno-10", "braid_stcp-10"))
+    assert reno["utilisation"] > 0.85 and stcp["utilisation"] > 0.85
+    # Reno's ten streams come to even shares within seconds (additive increase lets the small
+    # ones catch up). Scalable's need not within a 9 s sample: multiplicative increase keeps the
+    # ratios that slow start's losses left, and once a stream that escaped the start's timeouts
+    # held 3.98 of 8.99 Mb/s (Jain 0.37); over the full variant's 1000 s they come out at 0.9999.
+    # What Scalable shows within seconds is the loss it drives (Fig. 7).
+    assert reno["jain"] > 0.5
+    assert stcp["method_loss_ratio"] > reno["method_loss_ratio"]
 
 
 def test_adaptive_quick(controls, record, tmp_path):
