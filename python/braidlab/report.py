@@ -35,7 +35,8 @@ METRICS = [
     ("method_loss_ratio", "TCP loss"), ("method_srtt_ms", "sRTT ms"), ("utilisation", "link used"),
     ("link_drop_ratio", "link drops"), ("jain", "Jain"), ("jain_1s", "Jain, 1 s bins"),
     ("p_events", "p (loss events)"), ("mathis_mbps", "Mathis Mb/s"),
-    ("mbps_alone", "Mb/s alone"), ("mbps_beside", "Mb/s beside them"), ("mbps_after", "Mb/s after"),
+    ("mbps_alone", "Mb/s alone"), ("mbps_beside", "Mb/s beside them"),
+    ("each_beside_mbps", "each of them Mb/s"), ("ratio_beside", "beside / each"), ("mbps_after", "Mb/s after"),
     ("settle_arrive_s", "settles after arrival, s"), ("settle_leave_s", "settles after departure, s"),
     ("reach_arrive_s", "reaches after arrival, s"), ("reach_leave_s", "reaches after departure, s"),
 ]
@@ -301,6 +302,10 @@ def _recorded(meta: dict, root: Path | None = None):
         cur = now.get(c["id"])
         if cur is not None and check(c) == check(cur) and cur.get("note"):
             c["note"] = cur["note"]
+    # A claim today's file adds is checked on the run's cells too, and says it came afterwards.
+    recorded = {c["id"] for c in exp.claims}
+    exp.claims += [{**c, "text": c["text"] + " (a claim added after the run)"}
+                   for c in today.claims if c["id"] not in recorded]
     return exp
 
 
@@ -337,7 +342,9 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
             what.append(f"Poisson TCP flows at {spec.poisson['load']}")
         b.append(Block("h3", f"{exp.name} / {sc}"))
         b.append(Block("p", "; ".join(what) + ". Medians over repetitions; the paper's value in brackets."))
+        # A pooled run may have measured methods the last run's file does not name: listed after.
         methods = [m for m in exp.methods if any(r["method"] == m for r in srows)]
+        methods += list(dict.fromkeys(r["method"] for r in srows if r["method"] not in methods))
         cols = [(k, h) for k, h in METRICS if any(r.get(k) is not None for r in srows)
                 and (exp.columns is None or k in exp.columns)]
         table = [["method", "runs"] + [h for _, h in cols]]

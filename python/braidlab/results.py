@@ -30,7 +30,7 @@ CELL_COLUMNS = [
     "cross_mbps", "ratio_to_cross", "appropriation", "udp_loss", "sqrt_p", "rtt_median_ms", "rtt_p99_ms", "utilisation",
     "link_drop_ratio", "jain", "jain_1s", "loss_events", "p_events", "mathis_mbps",
     "mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s", "reach_arrive_s",
-    "reach_leave_s",
+    "reach_leave_s", "each_beside_mbps", "ratio_beside",
 ]
 FLOW_COLUMNS = ["experiment", *CELL_COLUMNS[:3], "role", "flow", "flow_cc", "flow_bytes", "flow_mbps",
                 "flow_retransmits", "flow_loss_ratio", *CELL_COLUMNS[3:]]
@@ -121,7 +121,20 @@ def cell_metrics(cell: MeasuredCell) -> dict:
     ts, per = _binned(cell, start["t"] if start else 0.0)
     m["jain_1s"] = metrics.binned_jain(ts, per)
     m.update(_phases(cell, ts, [sum(x) for x in zip(*per)] if per else []))
+    m.update(_beside_each(cell, m["mbps_beside"]))
     return m
+
+
+def _beside_each(cell: MeasuredCell, beside: float | None) -> dict:
+    """Against competitors that came and went: each one's mean rate while it was there (they run
+    from the arrival to the departure) and the method's rate beside them over it. That is the
+    method against one flow's share as the flows sharing the path had it; one flow that was
+    there first may have less (the newcomers' slow starts cut it down)."""
+    if not cell.changes or not cell.cross_tcp or beside is None:
+        return {"each_beside_mbps": None, "ratio_beside": None}
+    arrive, leave = cell.changes
+    each = statistics.fmean(f.bytes * 8 / (leave - arrive) / 1e6 for f in cell.cross_tcp)
+    return {"each_beside_mbps": each, "ratio_beside": beside / each if each > 0 else None}
 
 
 def _binned(cell: MeasuredCell, after: float) -> tuple[list[float], list[list[float]]]:

@@ -121,6 +121,39 @@ def test_a_note_written_after_the_run_explains_its_verdict(tmp_path):
     assert report._recorded(meta, tmp_path / "nowhere").claims[1]["note"] == "more streams, more bytes"
 
 
+def test_a_claim_added_after_the_run_is_checked_on_its_cells_and_says_so(tmp_path):
+    run = make_run(tmp_path)
+    root = tmp_path / "experiments"
+    root.mkdir()
+    (root / "mini.toml").write_text(EXPERIMENT + """
+[[claim]]
+id = "later"
+text = "parallel-2 moves less than parallel-3"
+check = "less"
+metric = "method_mbps"
+scenario = "tcp-5"
+a = "parallel-2"
+b = "parallel-3"
+""")
+    meta = json.loads((run / "run.json").read_text())
+    claims = report._recorded(meta, root).claims
+    assert [c["id"] for c in claims] == ["fair", "never", "later"]
+    assert claims[2]["text"].endswith("(a claim added after the run)")
+
+
+def test_a_pooled_report_lists_methods_the_last_runs_file_does_not_name(tmp_path):
+    first = make_run(tmp_path / "a")
+    second = make_run(tmp_path / "b")
+    meta = json.loads((second / "run.json").read_text())
+    # The second run's file names only single and parallel-4; the first measured parallel-2 and -3 too.
+    meta["experiment_file"] = EXPERIMENT.replace("streams = [2, 3, 4]", "streams = [4]")
+    (second / "run.json").write_text(json.dumps(meta))
+    md, _ = report.make([first, second], tmp_path / "out")
+    text = md.read_text()
+    for m in ("single", "parallel-4", "parallel-2", "parallel-3"):
+        assert f"| {m} | " in text, m
+
+
 def test_report_refuses_a_directory_without_a_run(tmp_path):
     import argparse
 

@@ -193,6 +193,16 @@ def test_phases_of_competitors_that_arrive_and_leave():
     assert m["jain_1s"] == pytest.approx(1.0)
     c["series"] = [[float(t), t % 2, 10.0, 50, 70.0] for t in range(1, 31)]
     assert results.cell_metrics(typed(c))["jain_1s"] == pytest.approx(0.5)
+    # No competitors recorded: nothing to weigh the rate beside them against.
+    assert m["ratio_beside"] is None
+    # Two competitors there for the 10 s: 25 MB and 15 MB are 20 and 12 Mb/s, 16 each.
+    c["cross_tcp"] = [{"flow": "tcp0", "bytes": 25_000_000, "mbps": 6.67, "retransmits": 0},
+                      {"flow": "tcp1", "bytes": 15_000_000, "mbps": 4.0, "retransmits": 0}]
+    m = results.cell_metrics(typed(c))
+    # The streams taking turns move 10 Mb/s together in every interval.
+    assert m["each_beside_mbps"] == pytest.approx(16.0) and m["mbps_beside"] == pytest.approx(10.0)
+    assert m["ratio_beside"] == pytest.approx(10 / 16)
     # Without changes the phases are not measured.
     del c["changes"]
-    assert results.cell_metrics(typed(c))["settle_arrive_s"] is None
+    m = results.cell_metrics(typed(c))
+    assert m["settle_arrive_s"] is None and m["ratio_beside"] is None
