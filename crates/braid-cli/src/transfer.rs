@@ -509,7 +509,8 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         only_where_the_client_sends(&a.s, "bench --reverse")?;
         p.flags |= FLAG_REVERSE;
     }
-    let cfg = config(&a.s, remote.addr, p)?;
+    let (cfg, had_token) = config(&a.s, remote.addr, p)?;
+    let cfg = (client::resolved(cfg, Kind::Bench)?, had_token);
     let s = with_far_end(&a.s, cfg, &remote.login, Some("."), |cfg, _| {
         client::bench(cfg)
     })?;
@@ -525,7 +526,8 @@ pub fn send(a: SendArgs) -> Result<()> {
     if a.resume {
         p.flags |= FLAG_RESUME;
     }
-    let cfg = config(&a.s, remote.addr, p)?;
+    let (cfg, had_token) = config(&a.s, remote.addr, p)?;
+    let cfg = (client::resolved(cfg, Kind::Send)?, had_token);
     let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
     let dest = remote.path.as_deref().unwrap_or("");
     let (root, below) = bootstrap::root_and_path(dest);

@@ -108,6 +108,14 @@ fn as_sending(cfg: &Config, sends: bool) -> Result<Cow<'_, Config>> {
     Ok(Cow::Borrowed(cfg))
 }
 
+/// `cfg` as this end will open every session of a `kind` with (`as_sending`), decided
+/// once: a caller that may try a second server (one it starts over ssh, after a
+/// refusal) tells of a fallback once, not once per attempt.
+pub fn resolved(cfg: Config, kind: Kind) -> Result<Config> {
+    let sends = driver::sends(kind, cfg.params.flags, true);
+    Ok(as_sending(&cfg, sends)?.into_owned())
+}
+
 /// The session's number and the parameters its sender runs: a sending server
 /// that fell back from the default auto says so (and why) before it accepts.
 fn accepted(ctrl: &mut Conn, cfg: &Config) -> Result<(u64, SessionParams)> {
