@@ -348,6 +348,8 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
 }
 
 /// The session's configuration, and whether the user gave a token (read once: it may be stdin).
+/// Its sending mode is decided here, once (`client::resolved`): `with_far_end` may try a second
+/// server, and the default's fallback is told once.
 fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Config, bool)> {
     let given = token(&s.token_file)?;
     let had_token = given.is_some();
@@ -368,21 +370,20 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Con
     if let Some(w) = window.and_then(braid::session::window_warning) {
         eprintln!("braid: warning: {w}");
     }
-    Ok((
-        Config {
-            target,
-            token,
-            params,
-            sock: SocketOptions { window },
-            pin_dir: s.pin_dir.clone(),
-            output: if s.json { Output::Json } else { Output::Human },
-            interval: Duration::from_secs_f64(s.interval),
-            limit_bps: s.limit,
-            cancel: cancel(),
-            steer: None,
-        },
-        had_token,
-    ))
+    let kind = params.kind;
+    let cfg = Config {
+        target,
+        token,
+        params,
+        sock: SocketOptions { window },
+        pin_dir: s.pin_dir.clone(),
+        output: if s.json { Output::Json } else { Output::Human },
+        interval: Duration::from_secs_f64(s.interval),
+        limit_bps: s.limit,
+        cancel: cancel(),
+        steer: None,
+    };
+    Ok((client::resolved(cfg, kind)?, had_token))
 }
 
 /// Runs `session` against the server at `cfg.target`. When nothing listens there (or with
@@ -509,8 +510,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         only_where_the_client_sends(&a.s, "bench --reverse")?;
         p.flags |= FLAG_REVERSE;
     }
-    let (cfg, had_token) = config(&a.s, remote.addr, p)?;
-    let cfg = (client::resolved(cfg, Kind::Bench)?, had_token);
+    let cfg = config(&a.s, remote.addr, p)?;
     let s = with_far_end(&a.s, cfg, &remote.login, Some("."), |cfg, _| {
         client::bench(cfg)
     })?;
@@ -526,8 +526,7 @@ pub fn send(a: SendArgs) -> Result<()> {
     if a.resume {
         p.flags |= FLAG_RESUME;
     }
-    let (cfg, had_token) = config(&a.s, remote.addr, p)?;
-    let cfg = (client::resolved(cfg, Kind::Send)?, had_token);
+    let cfg = config(&a.s, remote.addr, p)?;
     let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
     let dest = remote.path.as_deref().unwrap_or("");
     let (root, below) = bootstrap::root_and_path(dest);
