@@ -542,24 +542,34 @@ fn auto_holds_one_flows_share_steadily_once_reno_flows_arrive_beside_it() {
     // The laboratory's arriving competition: alone for 80 s on the Hacker 2004
     // path, 5 Reno flows from 80 s to 160 s. The group had the path to itself,
     // so it knows the path's rate, counts the newcomers by how fast they fill
-    // the queue, and holds the path's rate split equally with them.
-    let link = "rate 100mbit limit 400 loss random 0.001% seed 4 jitter";
-    let reno = arriving(80, Some(160));
-    let Trace {
-        outcome: o, moved, ..
-    } = traced(link, 68, &reno, 100, 160);
-    let rates = per_second(&moved);
-    let settle = settle_s(&rates, 80.0, 160.0);
-    let share = o.mbps(0..9) / (o.mbps(9..14) / 5.0);
-    eprintln!("measured: Reno flows from 80 s: auto settled {settle:.1} s after, {share:.2} flows' worth 100-160 s");
-    // Settled 8.1 s after here, 1.00 flows' worth (7.0 to 8.1 s and 0.97 to
-    // 1.03 over seeds 1 to 8; 8.1 to 12.0 s while only a quarter's fall of
-    // its rate asked, 6 to 9 s after they came). Held at a Mathis share from
-    // its loss events, it settled 31 to 64 s after on six of those seeds
-    // and never on two, at 0.62 to 1.20 flows' worth (51.1 s and 0.85 here).
-    assert!(settle <= 12.0, "settled {settle:.1} s after they came");
-    assert!(
-        share > 0.8 && share < 1.2,
-        "auto took {share:.2} flows' worth"
-    );
+    // the queue, and holds the path's rate split equally with them. Eight
+    // draws: one draw's settling time moves by whole seconds as its first
+    // share lands just inside or just outside the 10 % band.
+    let mut settled = Vec::new();
+    for seed in 1..=8 {
+        let link = format!("rate 100mbit limit 400 loss random 0.001% seed {seed} jitter");
+        let reno = arriving(80, Some(160));
+        let Trace {
+            outcome: o, moved, ..
+        } = traced(&link, 68, &reno, 100, 160);
+        let settle = settle_s(&per_second(&moved), 80.0, 160.0);
+        let share = o.mbps(0..9) / (o.mbps(9..14) / 5.0);
+        eprintln!("measured: seed {seed}, Reno flows from 80 s: auto settled {settle:.1} s after, {share:.2} flows' worth 100-160 s");
+        assert!(
+            share > 0.8 && share < 1.2,
+            "seed {seed}: auto took {share:.2} flows' worth"
+        );
+        assert!(
+            settle < 12.5,
+            "seed {seed}: settled {settle:.1} s after they came"
+        );
+        settled.push(settle);
+    }
+    // Settled 7.0 to 8.1 s after (12.0 on seed 4, whose first share, counted
+    // while the group ran strong, lay 10.1 % under the one the capped group
+    // counted), 0.97 to 1.03 flows' worth. Held at a Mathis share from its
+    // loss events, it settled 31 to 64 s after on six of these seeds and
+    // never on two, at 0.62 to 1.20 flows' worth.
+    let median = median(settled.clone());
+    assert!(median <= 9.0, "settled after {settled:?}");
 }
