@@ -529,7 +529,7 @@ fn auto_finds_reno_flows_that_arrive_between_its_questions() {
     eprintln!("measured: Reno flows arriving at 26 s: found sharing at {found:.1} s, auto {share:.2} flows' worth 60-90 s");
     // Found at 35.9 s here (the path held steady before: 3 s of a fall ask, and the yield
     // ends once a quarter of its second half saw a queue); asked only when due (55 s) and
-    // then once more, at 69.2 s, before the fall asked. 0.84 flows' worth from 60 s to 90 s.
+    // then once more, at 69.2 s, before the fall asked. 1.05 flows' worth from 60 s to 90 s.
     assert!(
         found < 42.0,
         "found at {found:.1} s, no sooner than the next question"
