@@ -130,16 +130,21 @@ def test_hacker2002_quick(record, tmp_path):
            mathis={f"{r['scenario']} n={r['streams']}": round(r["mathis_mbps"] or 0, 1) for r in rows})
     _verdicts(record, out)
     # A loss-limited path: more streams, more throughput, and bigger packets, more per stream.
-    assert mbps[("mtu-1500", 12)] > 3 * mbps[("mtu-1500", 1)]
-    # One stream's 8 s at MTU 4418 sends some 6,000 packets, so it meets about one loss at 1e-4,
-    # and where that falls (in slow start at 30 packets, or never) sets its rate: it moved 27.3
-    # Mb/s against MTU 1500's 32.4 once, where Mathis has 3 times as much. A second sample of the
-    # two single streams if the first misses the margin.
-    if not mbps[("mtu-4418", 1)] > 1.5 * mbps[("mtu-1500", 1)]:
+    # A single stream's measured 4 s meet a loss or two at 1e-4, and where they fall (in slow
+    # start, or not at all) sets its rate: at MTU 4418 it moved 27.3 Mb/s against MTU 1500's 32.4
+    # once, where Mathis has 3 times as much; at MTU 1500 it moved 67.6 once, where three times
+    # that is more than the 200 Mb/s path. A second sample of the two single streams if the
+    # first misses either margin.
+    def margins():
+        return (mbps[("mtu-1500", 12)] > 3 * mbps[("mtu-1500", 1)],
+                mbps[("mtu-4418", 1)] > 1.5 * mbps[("mtu-1500", 1)])
+    if not all(margins()):
         again = _again("hacker2002", "parallel-1", "mtu-1500,mtu-4418", tmp_path / "again")
         mbps.update({(r["scenario"], r["streams"]): r["method_mbps"] for r in again})
         record(second_sample={r["scenario"]: round(r["method_mbps"], 1) for r in again})
-    assert mbps[("mtu-4418", 1)] > 1.5 * mbps[("mtu-1500", 1)]
+    more_streams, bigger_packets = margins()
+    assert more_streams, mbps
+    assert bigger_packets, mbps
 
 
 def test_variants_quick(controls, record, tmp_path):
