@@ -1047,12 +1047,15 @@ impl Auto {
         .or_else(|| over(window))
     }
 
+    /// The share the group is held to: counted from the queue where it can
+    /// be (`counted_share`), else from the losses (`loss_share`).
+    fn share_now(&self, live: &[(usize, &braid_cc::TcpInfo)]) -> Option<f64> {
+        self.counted_share().or_else(|| self.loss_share(live))
+    }
+
     /// What `floor` Reno flows take at the loss rate and RTT `loss_rate`
     /// gives, bytes a second, if it gives them.
-    fn share_now(&self, live: &[(usize, &braid_cc::TcpInfo)]) -> Option<f64> {
-        if let Some(share) = self.counted_share() {
-            return Some(share);
-        }
+    fn loss_share(&self, live: &[(usize, &braid_cc::TcpInfo)]) -> Option<f64> {
         let (p, rtt_s) = self.loss_rate()?;
         let (_, i) = live.first()?;
         Some(fair_share_bps(self.floor, i.mss as f64, rtt_s, p) / 8.0)
@@ -1163,17 +1166,9 @@ impl Auto {
     /// `lift` when the streams' caps are a yield's, to come off.
     fn fair(&mut self, streams: &[StreamView], lift: bool) -> Vec<Steering> {
         let live = live(streams);
-        // Too few loss events lately to tell: the last share holds. So does
-        // one within FAIR_RETELL of the new, when a question's caps come
-        // off: the count of others moves by some 4 % between questions, and
-        // a step that size after one, below the dip of the next, broke the
-        // 10 % band (a 3 s mean 11 % under the share the phase settled at).
-        let share = match (self.share_now(&live), self.fair_told) {
-            (Some(new), Some(old)) if (new - old).abs() <= FAIR_RETELL * old => Some(old),
-            (new, old) => new.or(old),
-        };
         let same_streams =
             live.len() == self.paced.len() && live.iter().all(|(s, _)| self.paced.contains(s));
+        let counted = self.counted_share();
         // Counted from the queue, the share holds until the counts made
         // under its caps are enough to go by alone: each retell moves the
         // caps and starts the count afresh, so a share first told from the
@@ -1181,11 +1176,20 @@ impl Auto {
         // group's on one draw) came down by one count each RAMP_TICKS ticks,
         // 25, 23, 20 then 17 Mb/s over 4 s (adaptive-arrive-7, which
         // settled 14.1 s after the arrival).
-        let gathering =
-            self.fair_told.is_some() && self.counted_share().is_some() && !self.counted_held();
+        let gathering = self.fair_told.is_some() && counted.is_some() && !self.counted_held();
         if !lift && same_streams && gathering {
             return Vec::new();
         }
+        // Too few loss events lately to tell: the last share holds. So does
+        // one within FAIR_RETELL of the new, when a question's caps come
+        // off: the count of others moves by some 4 % between questions, and
+        // a step that size after one, below the dip of the next, broke the
+        // 10 % band (a 3 s mean 11 % under the share the phase settled at).
+        let new = counted.or_else(|| self.loss_share(&live));
+        let share = match (new, self.fair_told) {
+            (Some(new), Some(old)) if (new - old).abs() <= FAIR_RETELL * old => Some(old),
+            (new, old) => new.or(old),
+        };
         let retell = lift
             || match (share, self.fair_told) {
                 (Some(new), Some(old)) => !same_streams || (new - old).abs() > FAIR_RETELL * old,
