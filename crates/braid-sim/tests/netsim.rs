@@ -565,9 +565,10 @@ fn auto_holds_one_flows_share_steadily_once_reno_flows_arrive_beside_it() {
         );
         settled.push(settle);
     }
-    // Settled 7.0 to 8.1 s after (12.0 on seed 4, whose first share, counted
+    // Settled 7.0 to 8.1 s after (10.0 on seed 4, whose first share, counted
     // while the group ran strong, lay 10.1 % under the one the capped group
-    // counted), 0.97 to 1.03 flows' worth. Held at a Mathis share from its
+    // counted: 12.0 while six of its windows had to say it), 0.97 to 1.04
+    // flows' worth. Held at a Mathis share from its
     // loss events, it settled 31 to 64 s after on six of these seeds and
     // never on two, at 0.62 to 1.20 flows' worth.
     let median = median(settled.clone());
