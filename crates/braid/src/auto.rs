@@ -589,10 +589,12 @@ impl Auto {
         } else {
             1.0
         };
-        let room: f64 = live
+        // Each stream's part of the room the question leaves.
+        let parts: Vec<(usize, f64)> = live
             .iter()
-            .map(|(_, i)| (rate(i) * scale).min(held) * keep)
-            .sum();
+            .map(|(s, i)| (*s, (rate(i) * scale).min(held) * keep))
+            .collect();
+        let room: f64 = parts.iter().map(|(_, p)| p).sum();
         // The question follows the count the capped group makes (see
         // `steer`), whether its first share was counted or came from the
         // losses: held at the loss share, 12 % under the one it kept, the
@@ -600,11 +602,9 @@ impl Auto {
         // tcp-arrive r1, which settled 13.1 s after the arrival). Never
         // above the question's own room, which would close it.
         self.fallen_told = share.map(|s| (s, room));
-        live.iter()
-            .map(|(s, i)| {
-                let cap = ((rate(i) * scale).min(held) * keep).min(fallen);
-                Steering::Pace(*s, Some(cap.max(1.0) as u64))
-            })
+        parts
+            .into_iter()
+            .map(|(s, part)| Steering::Pace(s, Some(part.min(fallen).max(1.0) as u64)))
             .collect()
     }
 
