@@ -66,6 +66,24 @@ static __always_inline void *ca_priv(const struct sock *sk)
 	return (void *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
 }
 
+/*
+ * The threshold the control last returned, kept in the last bytes of the
+ * private area (104 bytes; every control's own state stays below 96), so a
+ * threshold the kernel stored instead of it can be put back (math/reno.h).
+ */
+#define TOLD_OFFSET 96
+
+static __always_inline __u32 *told_ssthresh(const struct sock *sk)
+{
+	return (__u32 *)((char *)ca_priv(sk) + TOLD_OFFSET);
+}
+
+static __always_inline __u32 told(struct sock *sk, __u32 ssthresh)
+{
+	*told_ssthresh(sk) = ssthresh;
+	return ssthresh;
+}
+
 static __always_inline __u32 ca_state(const struct sock *sk)
 {
 	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)sk;
@@ -83,13 +101,60 @@ static __always_inline int cwnd_limited(const struct sock *sk)
 	return BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited);
 }
 
-static __always_inline void win_load(const struct sock *sk, struct braid_win *w)
+static __always_inline struct braid_defaults *defaults(void)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&braid_defaults, &zero);
+}
+
+static __always_inline void count_repair(void)
+{
+	struct braid_defaults *d = defaults();
+
+	if (d)
+		__sync_fetch_and_add(&d->repaired, 1);
+}
+
+/*
+ * The socket's window, put back in bounds first if the kernel handed it over
+ * out of them (math/reno.h, braid_window_repair); the repair is written to
+ * the socket at once, so a control that returns early keeps it too.
+ */
+static __always_inline void win_load(struct sock *sk, struct braid_win *w)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
 
 	w->cwnd = tp->snd_cwnd;
 	w->ssthresh = tp->snd_ssthresh;
 	w->cnt = tp->snd_cwnd_cnt;
+	if (braid_window_repair(w, tp->max_packets_out, *told_ssthresh(sk))) {
+		tp->snd_cwnd = w->cwnd;
+		tp->snd_cwnd_cnt = w->cnt;
+		tp->snd_ssthresh = w->ssthresh;
+		count_repair();
+	}
+}
+
+/* The window a loss is taken from, in bounds. */
+static __always_inline __u32 loss_cwnd(struct sock *sk)
+{
+	struct braid_win w;
+
+	win_load(sk, &w);
+	return w.cwnd;
+}
+
+/*
+ * Every ACK that acknowledges data checks the window, in recovery too, where
+ * no other callback runs: a threshold lost on the way into recovery would
+ * otherwise steer its whole reduction (math/reno.h).
+ */
+static __always_inline void win_check(struct sock *sk)
+{
+	struct braid_win w;
+
+	win_load(sk, &w);
 }
 
 static __always_inline void win_store(struct sock *sk, const struct braid_win *w)
@@ -100,19 +165,18 @@ static __always_inline void win_store(struct sock *sk, const struct braid_win *w
 	tp->snd_cwnd_cnt = w->cnt;
 }
 
-/* tcp_reno_undo_cwnd(): a spurious loss gives the window back. */
-static __always_inline __u32 reno_undo(const struct sock *sk)
+/* tcp_reno_undo_cwnd(): a spurious loss gives the window back, if in bounds. */
+static __always_inline __u32 reno_undo(struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
+	struct braid_win w = {
+		.cwnd = braid_max_u32(tp->snd_cwnd, tp->prior_cwnd),
+		.ssthresh = BRAID_INFINITE_SSTHRESH,
+	};
 
-	return braid_max_u32(tp->snd_cwnd, tp->prior_cwnd);
-}
-
-static __always_inline struct braid_defaults *defaults(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&braid_defaults, &zero);
+	if (braid_window_repair(&w, tp->max_packets_out, 0))
+		count_repair();
+	return w.cwnd;
 }
 
 static __always_inline struct braid_sock_settings *sock_settings(struct sock *sk)
@@ -127,9 +191,9 @@ void BPF_PROG(stcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct braid_win w;
 
+	win_load(sk, &w);
 	if (!cwnd_limited(sk))
 		return;
-	win_load(sk, &w);
 	braid_stcp_on_ack(&w, acked);
 	win_store(sk, &w);
 }
@@ -137,7 +201,13 @@ void BPF_PROG(stcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 __u32 BPF_PROG(stcp_ssthresh, struct sock *sk)
 {
-	return braid_stcp_ssthresh(tcp_sk(sk)->snd_cwnd);
+	return told(sk, braid_stcp_ssthresh(loss_cwnd(sk)));
+}
+
+SEC("struct_ops")
+void BPF_PROG(stcp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	win_check(sk);
 }
 
 SEC("struct_ops")
@@ -151,6 +221,7 @@ struct tcp_congestion_ops braid_stcp = {
 	.cong_avoid = (void *)stcp_cong_avoid,
 	.ssthresh = (void *)stcp_ssthresh,
 	.undo_cwnd = (void *)stcp_undo_cwnd,
+	.pkts_acked = (void *)stcp_pkts_acked,
 	.name = "braid_stcp",
 };
 
@@ -161,9 +232,9 @@ void BPF_PROG(hstcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct braid_win w;
 
+	win_load(sk, &w);
 	if (!cwnd_limited(sk))
 		return;
-	win_load(sk, &w);
 	braid_hstcp_on_ack(&w, acked);
 	win_store(sk, &w);
 }
@@ -171,7 +242,13 @@ void BPF_PROG(hstcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 __u32 BPF_PROG(hstcp_ssthresh, struct sock *sk)
 {
-	return braid_hstcp_ssthresh(tcp_sk(sk)->snd_cwnd);
+	return told(sk, braid_hstcp_ssthresh(loss_cwnd(sk)));
+}
+
+SEC("struct_ops")
+void BPF_PROG(hstcp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	win_check(sk);
 }
 
 SEC("struct_ops")
@@ -185,6 +262,7 @@ struct tcp_congestion_ops braid_hstcp = {
 	.cong_avoid = (void *)hstcp_cong_avoid,
 	.ssthresh = (void *)hstcp_ssthresh,
 	.undo_cwnd = (void *)hstcp_undo_cwnd,
+	.pkts_acked = (void *)hstcp_pkts_acked,
 	.name = "braid_hstcp",
 };
 
@@ -201,9 +279,9 @@ void BPF_PROG(htcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct braid_win w;
 
+	win_load(sk, &w);
 	if (!cwnd_limited(sk))
 		return;
-	win_load(sk, &w);
 	braid_htcp_on_ack(ca_priv(sk), &w, acked, tcp_sk(sk)->tcp_mstamp);
 	win_store(sk, &w);
 }
@@ -215,6 +293,7 @@ void BPF_PROG(htcp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	__u32 state = ca_state(sk);
 	__s32 rtt_us = sample->rtt_us;
 
+	win_check(sk);
 	if (rtt_us > 0)
 		braid_htcp_rtt(st, (__u32)rtt_us, state == TCP_CA_Open);
 	braid_htcp_rate(st, tcp_sk(sk)->tcp_mstamp, sample->pkts_acked, tcp_sk(sk)->snd_cwnd,
@@ -236,7 +315,7 @@ void BPF_PROG(htcp_set_state, struct sock *sk, __u8 new_state)
 SEC("struct_ops")
 __u32 BPF_PROG(htcp_ssthresh, struct sock *sk)
 {
-	return braid_htcp_ssthresh(ca_priv(sk), tcp_sk(sk)->snd_cwnd, tcp_sk(sk)->tcp_mstamp);
+	return told(sk, braid_htcp_ssthresh(ca_priv(sk), loss_cwnd(sk), tcp_sk(sk)->tcp_mstamp));
 }
 
 SEC("struct_ops")
@@ -277,9 +356,9 @@ void BPF_PROG(frac_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct braid_win w;
 
+	win_load(sk, &w);
 	if (!cwnd_limited(sk))
 		return;
-	win_load(sk, &w);
 	braid_frac_on_ack(&w, ca_priv(sk), acked, frac_cwnd_of(sk));
 	win_store(sk, &w);
 }
@@ -287,7 +366,13 @@ void BPF_PROG(frac_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 __u32 BPF_PROG(frac_ssthresh, struct sock *sk)
 {
-	return braid_frac_ssthresh(ca_priv(sk), tcp_sk(sk)->snd_cwnd);
+	return told(sk, braid_frac_ssthresh(ca_priv(sk), loss_cwnd(sk)));
+}
+
+SEC("struct_ops")
+void BPF_PROG(frac_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	win_check(sk);
 }
 
 SEC("struct_ops")
@@ -301,6 +386,7 @@ struct tcp_congestion_ops braid_frac = {
 	.cong_avoid = (void *)frac_cong_avoid,
 	.ssthresh = (void *)frac_ssthresh,
 	.undo_cwnd = (void *)frac_undo_cwnd,
+	.pkts_acked = (void *)frac_pkts_acked,
 	.name = "braid_frac",
 };
 
@@ -316,8 +402,9 @@ struct tcpp_priv {
 	__u32 joined;
 };
 
-_Static_assert(sizeof(struct tcpp_priv) <= 104, "icsk_ca_priv holds 104 bytes");
-_Static_assert(sizeof(struct braid_htcp) <= 104, "icsk_ca_priv holds 104 bytes");
+_Static_assert(sizeof(struct tcpp_priv) <= TOLD_OFFSET, "the told threshold follows the state");
+_Static_assert(sizeof(struct braid_htcp) <= TOLD_OFFSET, "the told threshold follows the state");
+_Static_assert(sizeof(struct braid_frac) <= TOLD_OFFSET, "the told threshold follows the state");
 
 static __always_inline void tcpp_settings(struct sock *sk, __u64 *group_id, __u32 *k_milli)
 {
@@ -500,7 +587,7 @@ __u32 BPF_PROG(tcpp_ssthresh, struct sock *sk)
 	g = tcpp_group(sk, p, &k_milli);
 	win_load(sk, &w);
 	if (!g)
-		return braid_reno_ssthresh(w.cwnd);
+		return told(sk, braid_reno_ssthresh(w.cwnd));
 	tcpp_catch_up(p, g, &w, k_milli);
 	last = g->last_reduction_ns;
 	if (last && now > last)
@@ -516,7 +603,13 @@ __u32 BPF_PROG(tcpp_ssthresh, struct sock *sk)
 	} else {
 		__sync_fetch_and_add(&g->guarded, 1);
 	}
-	return ssthresh;
+	return told(sk, ssthresh);
+}
+
+SEC("struct_ops")
+void BPF_PROG(tcpp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	win_check(sk);
 }
 
 SEC("struct_ops")
@@ -532,5 +625,6 @@ struct tcp_congestion_ops braid_tcpp = {
 	.cong_avoid = (void *)tcpp_cong_avoid,
 	.ssthresh = (void *)tcpp_ssthresh,
 	.undo_cwnd = (void *)tcpp_undo_cwnd,
+	.pkts_acked = (void *)tcpp_pkts_acked,
 	.name = "braid_tcpp",
 };

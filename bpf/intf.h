@@ -36,12 +36,16 @@ struct braid_sock_settings {
 	__u64 group_id;       /* braid_tcpp: explicit group; 0 = group by destination address */
 };
 
-/* Single entry (key 0) of the defaults array map. */
+/*
+ * Single entry (key 0) of the defaults array map. `repaired` counts the
+ * windows the controls found out of bounds and put back (math/reno.h); it
+ * was padding before, always 0, so the layout and the ABI are unchanged.
+ */
 struct braid_defaults {
 	__u32 abi_version;
 	__u32 frac_cwnd;
 	__u32 strength_milli;
-	__u32 pad;
+	__u32 repaired;
 };
 
 enum braid_group_kind {

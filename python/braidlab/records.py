@@ -94,6 +94,7 @@ class Summary:
     cpu_seconds: float
     files: int
     requeued_blocks: int
+    windows_repaired: int | None
     streams: list[StreamSummary]
 
 

@@ -61,6 +61,13 @@ pub(crate) mod ffi {
         pub fn braid_native_hstcp_row_cwnd(row: u32) -> u32;
         pub fn braid_native_tcpp_factor_1024(n: u32, k_milli: u32) -> u32;
         pub fn braid_native_tcpp_threshold2(n: u32, cwnd: u32) -> u64;
+        pub fn braid_native_window_repair(
+            cwnd: u32,
+            ssthresh: u32,
+            in_flight: u32,
+            told: u32,
+            out: *mut [u32; 2],
+        ) -> i32;
         pub fn braid_native_htcp_alpha_at(
             since_cong_us: u64,
             min_rtt_us: u32,

@@ -284,12 +284,7 @@ impl Controls {
 
     /// The defaults in force.
     pub fn defaults(&self) -> Result<Defaults> {
-        let raw: types::braid_defaults = self
-            .defaults
-            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| Error::map("reading the defaults", source))?
-            .map(|b| from_bytes(&b))
-            .unwrap_or_default();
+        let raw = self.raw_defaults()?;
         if raw.abi_version != ABI_VERSION {
             return Err(Error::AbiMismatch {
                 path: self.pin_dir.clone(),
@@ -301,6 +296,21 @@ impl Controls {
             frac_cwnd: raw.frac_cwnd,
             strength: Strength(raw.strength_milli),
         })
+    }
+
+    /// How many windows the controls found out of bounds and put back since
+    /// they were installed (bpf/math/reno.h, braid_window_repair).
+    pub fn repaired_windows(&self) -> Result<u32> {
+        Ok(self.raw_defaults()?.repaired)
+    }
+
+    fn raw_defaults(&self) -> Result<types::braid_defaults> {
+        Ok(self
+            .defaults
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|source| Error::map("reading the defaults", source))?
+            .map(|b| from_bytes(&b))
+            .unwrap_or_default())
     }
 
     /// Changes the defaults; sockets without settings follow at their next ACK.
@@ -349,11 +359,19 @@ fn map_by_name(name: &str) -> Option<MapHandle> {
 }
 
 pub(crate) fn write_defaults(map: &dyn MapCore, d: Defaults) -> Result<()> {
+    // The count of repaired windows shares the entry; a new setting keeps it
+    // (a repair that lands between this read and the write is lost: rare,
+    // and only a count).
+    let repaired = map
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|source| Error::map("reading the defaults", source))?
+        .map(|b| from_bytes::<types::braid_defaults>(&b).repaired)
+        .unwrap_or(0);
     let raw = types::braid_defaults {
         abi_version: ABI_VERSION,
         frac_cwnd: check_frac_cwnd(d.frac_cwnd)?,
         strength_milli: Strength::from_milli(d.strength.milli())?.milli(),
-        pad: 0,
+        repaired,
     };
     map.update(&0u32.to_ne_bytes(), to_bytes(&raw), MapFlags::ANY)
         .map_err(|source| Error::map("writing the defaults", source))

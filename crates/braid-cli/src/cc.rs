@@ -147,6 +147,8 @@ struct Status {
     installed: bool,
     controls: Vec<ControlStatus>,
     defaults: Option<Defaults>,
+    /// Windows found out of bounds and put back since the install.
+    repaired_windows: Option<u32>,
     groups: Vec<braid_cc::GroupInfo>,
 }
 
@@ -165,17 +167,22 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
         })
         .collect();
     let installed = controls.iter().all(|c| c.pinned && c.registered);
-    let (defaults, groups) = if pinned.is_empty() {
-        (None, Vec::new())
+    let (defaults, repaired_windows, groups) = if pinned.is_empty() {
+        (None, None, Vec::new())
     } else {
         let ctl = Controls::open(&p.pin_dir).context("reading the pinned maps")?;
-        (Some(ctl.defaults()?), ctl.groups()?)
+        (
+            Some(ctl.defaults()?),
+            Some(ctl.repaired_windows()?),
+            ctl.groups()?,
+        )
     };
     let st = Status {
         pin_dir: p.pin_dir.clone(),
         installed,
         controls,
         defaults,
+        repaired_windows,
         groups,
     };
     if json {
@@ -210,6 +217,9 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
             1000.0 / d.frac_cwnd as f64,
             d.strength
         );
+    }
+    if let Some(n) = st.repaired_windows.filter(|n| *n > 0) {
+        println!("windows out of bounds put back: {n} (see bpf/math/reno.h)");
     }
     if st.groups.is_empty() {
         println!("TCP-P groups: none");

@@ -230,6 +230,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     );
     let _ = sampler.join();
     summary.peer_bytes = Some(peer?);
+    summary.windows_repaired = sending.as_ref().and_then(Sending::repaired_windows);
     Ok(summary)
 }
 
@@ -280,6 +281,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     summary.peer_bytes = Some(sent.peer);
     summary.files = files.iter().filter(|s| !s.entry.is_dir()).count();
     summary.requeued_blocks = sent.requeued;
+    summary.windows_repaired = sending.repaired_windows();
     Ok(summary)
 }
 

@@ -127,6 +127,8 @@ pub fn own_steer(p: &SessionParams, group: u64, dials: bool) -> Option<Box<dyn S
 pub struct Sending {
     controls: Mutex<Vec<StreamControl>>,
     maps: Option<braid_cc::Controls>,
+    /// The controls' count of repaired windows when the session began.
+    repaired_at_start: Option<u32>,
 }
 
 impl Sending {
@@ -144,9 +146,11 @@ impl Sending {
             None if steered => braid_cc::Controls::open(pin_dir).ok(),
             maps => maps,
         };
+        let repaired_at_start = maps.as_ref().and_then(|m| m.repaired_windows().ok());
         Ok(Sending {
             controls: Mutex::new(controls),
             maps,
+            repaired_at_start,
         })
     }
 
@@ -158,6 +162,14 @@ impl Sending {
 
     pub fn maps(&self) -> Option<&braid_cc::Controls> {
         self.maps.as_ref()
+    }
+
+    /// Windows braid's controls found out of bounds and put back while this
+    /// session ran (a count kept for the whole host: any other braid
+    /// transfer's repairs meanwhile are in it too). None without the maps.
+    pub fn repaired_windows(&self) -> Option<u32> {
+        let now = self.maps.as_ref()?.repaired_windows().ok()?;
+        Some(now.wrapping_sub(self.repaired_at_start?))
     }
 
     /// Gives stream `i` a control: on its live socket, and on its later connections.

@@ -387,6 +387,7 @@ mod tests {
                 cpu_seconds: 0.05,
                 files: 1,
                 requeued_blocks: 0,
+                windows_repaired: Some(0),
                 streams: vec![stream],
             }),
             line(&Source {

@@ -581,5 +581,6 @@ fn run_session(
     summary.peer_bytes = Some(peer);
     summary.files = files;
     summary.requeued_blocks = requeued;
+    summary.windows_repaired = sending.as_ref().and_then(Sending::repaired_windows);
     Ok(summary)
 }

@@ -115,6 +115,9 @@ pub struct Summary {
     pub cpu_seconds: f64,
     pub files: usize,
     pub requeued_blocks: u64,
+    /// Congestion windows braid's controls found out of bounds and put back
+    /// during the transfer (sending end with braid's controls only).
+    pub windows_repaired: Option<u32>,
     pub streams: Vec<StreamSummary>,
 }
 
@@ -344,6 +347,7 @@ impl Telemetry {
             cpu_seconds: round3(cpu_seconds()),
             files: 0,
             requeued_blocks: 0,
+            windows_repaired: None,
             streams,
         }
     }

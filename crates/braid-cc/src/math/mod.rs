@@ -247,6 +247,38 @@ fn tcpp_eq8_thresholds() {
     }
 }
 
+/// (window, threshold, packets lately in flight, threshold last returned)
+/// -> the repaired (window, threshold), or None when in bounds.
+fn repair(cwnd: u32, ssthresh: u32, in_flight: u32, told: u32) -> Option<(u32, u32)> {
+    let mut out = [0u32; 2];
+    // SAFETY: pure function; out is a valid [u32; 2].
+    let fixed = unsafe { braid_native_window_repair(cwnd, ssthresh, in_flight, told, &mut out) };
+    (fixed != 0).then_some((out[0], out[1]))
+}
+
+#[test]
+fn windows_out_of_bounds_go_back_to_what_was_in_flight_and_told() {
+    const MAX: u32 = 1 << 24;
+    const INFINITE: u32 = 0x7fff_ffff;
+    // In bounds: nothing changes, the largest window and Linux's initial
+    // threshold included.
+    assert_eq!(repair(41, 41, 40, 20), None);
+    assert_eq!(repair(10, INFINITE, 0, 0), None);
+    assert_eq!(repair(MAX, MAX, 3, 0), None);
+    // The traced case: 15 returned, 0x81104110 stored, the window grown to 332.
+    assert_eq!(repair(332, 0x8110_4110, 300, 15), Some((332, 15)));
+    // adaptive-held-9e97d88-arrive-7's stream 5: both out, nothing told yet.
+    assert_eq!(repair(1_003_443_801, 2_165_326_096, 40, 0), Some((40, 40)));
+    // A told threshold out of bounds itself is no guide: the window is.
+    assert_eq!(repair(85, 1_014_996_607, 60, MAX + 1), Some((85, 85)));
+    // Nothing in flight still leaves two packets; never above the bound.
+    assert_eq!(repair(MAX + 1, 5, 0, 0), Some((2, 5)));
+    assert_eq!(
+        repair(u32::MAX, INFINITE, u32::MAX, 0),
+        Some((MAX, INFINITE))
+    );
+}
+
 #[test]
 fn htcp_alpha_rows() {
     let v = vectors();

@@ -153,6 +153,18 @@ __u32 braid_native_tcpp_factor_1024(__u32 n, __u32 k_milli)
 }
 __u64 braid_native_tcpp_threshold2(__u32 n, __u32 cwnd) { return braid_tcpp_ca_threshold2(n, cwnd); }
 
+/* braid_window_repair on a window given by value; the result through *out. */
+int braid_native_window_repair(__u32 cwnd, __u32 ssthresh, __u32 in_flight, __u32 told,
+			       __u32 out[2])
+{
+	struct braid_win w = { .cwnd = cwnd, .ssthresh = ssthresh };
+	int fixed = braid_window_repair(&w, in_flight, told);
+
+	out[0] = w.cwnd;
+	out[1] = w.ssthresh;
+	return fixed;
+}
+
 /* alpha for a state with the given history, without running a connection. */
 __u32 braid_native_htcp_alpha_at(__u64 since_cong_us, __u32 min_rtt_us, __u32 beta_128)
 {
