@@ -65,8 +65,8 @@ BRAID_FN int braid_in_slow_start(const struct braid_win *w)
  * Why a control checks at all: on this laboratory's kernel (6.18, x86 with
  * the SRSO return thunk) a threshold our ssthresh callback computed and
  * returned was, now and then, not the one the kernel stored. Traced on
- * braid_tcpp sockets under `--mode auto` (a few times in ten 4-minute runs
- * of nine streams): the callback returned 15 on entering recovery and the
+ * braid_tcpp sockets under `--mode auto` (twice in fifteen 4-minute runs of
+ * nine streams): once the callback returned 15 on entering recovery and the
  * socket came out of it with a threshold of 2,165,326,096 (0x81104110, the
  * low half of a return address inside srso_alias_return_thunk, i.e. stale
  * stack) and a window of 332 that recovery had grown toward it; no callback

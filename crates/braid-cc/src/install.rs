@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::{Link, MapCore};
 
 use crate::controls::{names, Control};
 use crate::error::{Error, Result};
 use crate::settings::{self, Defaults, DEFAULTS_MAP, GROUPS_MAP, SOCK_MAP};
-use crate::skel::{self, BraidCcSkelBuilder};
+use crate::skel::BraidCcSkelBuilder;
 use crate::sysctl;
 
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
@@ -131,11 +131,7 @@ pub fn install(pin_dir: &Path, defaults: Defaults) -> Result<InstallReport> {
 }
 
 fn init_defaults(map: &dyn MapCore, pin_dir: &Path, defaults: Defaults) -> Result<()> {
-    let current = map
-        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-        .map_err(|source| Error::map("reading the defaults map", source))?
-        .map(|bytes| settings::from_bytes::<skel::types::braid_defaults>(&bytes))
-        .unwrap_or_default();
+    let current = settings::read_defaults(map)?;
     if current.abi_version == settings::ABI_VERSION {
         return Ok(());
     }

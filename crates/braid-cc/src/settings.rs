@@ -284,7 +284,7 @@ impl Controls {
 
     /// The defaults in force.
     pub fn defaults(&self) -> Result<Defaults> {
-        let raw = self.raw_defaults()?;
+        let raw = read_defaults(&self.defaults)?;
         if raw.abi_version != ABI_VERSION {
             return Err(Error::AbiMismatch {
                 path: self.pin_dir.clone(),
@@ -301,16 +301,7 @@ impl Controls {
     /// How many windows the controls found out of bounds and put back since
     /// they were installed (bpf/math/reno.h, braid_window_repair).
     pub fn repaired_windows(&self) -> Result<u32> {
-        Ok(self.raw_defaults()?.repaired)
-    }
-
-    fn raw_defaults(&self) -> Result<types::braid_defaults> {
-        Ok(self
-            .defaults
-            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| Error::map("reading the defaults", source))?
-            .map(|b| from_bytes(&b))
-            .unwrap_or_default())
+        Ok(read_defaults(&self.defaults)?.repaired)
     }
 
     /// Changes the defaults; sockets without settings follow at their next ACK.
@@ -358,15 +349,20 @@ fn map_by_name(name: &str) -> Option<MapHandle> {
     MapHandle::from_map_id(newest).ok()
 }
 
+/// The defaults map's one entry as it is (all zero when never written).
+pub(crate) fn read_defaults(map: &dyn MapCore) -> Result<types::braid_defaults> {
+    Ok(map
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|source| Error::map("reading the defaults", source))?
+        .map(|b| from_bytes(&b))
+        .unwrap_or_default())
+}
+
 pub(crate) fn write_defaults(map: &dyn MapCore, d: Defaults) -> Result<()> {
     // The count of repaired windows shares the entry; a new setting keeps it
     // (a repair that lands between this read and the write is lost: rare,
     // and only a count).
-    let repaired = map
-        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-        .map_err(|source| Error::map("reading the defaults", source))?
-        .map(|b| from_bytes::<types::braid_defaults>(&b).repaired)
-        .unwrap_or(0);
+    let repaired = read_defaults(map)?.repaired;
     let raw = types::braid_defaults {
         abi_version: ABI_VERSION,
         frac_cwnd: check_frac_cwnd(d.frac_cwnd)?,
@@ -383,7 +379,7 @@ fn to_bytes<T: Copy>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }
 }
 
-pub(crate) fn from_bytes<T: Copy + Default>(b: &[u8]) -> T {
+fn from_bytes<T: Copy + Default>(b: &[u8]) -> T {
     if b.len() < size_of::<T>() {
         return T::default();
     }
