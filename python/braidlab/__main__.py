@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
                                      "the results directories of `braidlab run`.")
     rep.add_argument("results", nargs="+", help="run directories")
     rep.add_argument("--out", help="where the report goes (default: RESULTS/report of the first)")
+    rep.add_argument("--leave-out", action="append", metavar="DIR=METHOD[,METHOD...]",
+                     help="leave these methods' cells of run DIR out of the pooled report (another run "
+                          "measured them again, e.g. on a newer build); repeatable")
     p = sub.add_parser("path", help="run a command across an emulated path built by hand",
                        description="Builds sender -> braid-link -> receiver, runs COMMAND on the sender with "
                                    "{peer} replaced by the receiver's address, then removes the path.")

@@ -122,6 +122,9 @@ class MeasuredCell:
     at_omit: dict[str, Any] | None = None
     # When competitors arrived and left, seconds in the bench's clock (a scenario's tcp.during).
     changes: list[float] | None = None
+    # Windows or thresholds out of bounds that the sender's controls put back during the bench
+    # (its summary's windows_repaired); None from builds whose controls did not count them.
+    windows_repaired: int | None = None
 
     @classmethod
     def from_json(cls, d: dict) -> MeasuredCell:

@@ -140,7 +140,7 @@ def series_figure(cells: list[MeasuredCell], scenario: str, path: Path) -> Path:
         axes[1][col].set_xlabel("s")
     axes[0][0].set_ylabel("Mb/s per stream")
     axes[1][0].set_ylabel("cwnd (packets)")
-    fig.suptitle(f"{scenario}: each stream, repetition 0")
+    fig.suptitle(f"{scenario}: each stream, each method's first repetition")
     return _save(fig, path)
 
 
@@ -221,17 +221,49 @@ def _families(rows: list[dict]) -> dict[str, tuple[str, list[dict]]]:
     return out
 
 
-def _merged(run_dirs: list[Path]) -> tuple[list[dict], list[MeasuredCell]]:
+LeaveOut = dict[Path, set[str]]
+
+
+def _kept(run_dir: Path, leave_out: LeaveOut | None) -> list[MeasuredCell]:
+    """The run's cells but those of the methods left out of it."""
+    gone = (leave_out or {}).get(run_dir, set())
+    return [c for c in results.load(run_dir)[1] if c.method not in gone]
+
+
+def _merged(run_dirs: list[Path], leave_out: LeaveOut | None = None) -> tuple[list[dict], list[MeasuredCell]]:
     """(each run's run.json, all their cells): runs of one experiment and variant pool their
-    repetitions, renumbered after one another."""
+    repetitions, renumbered after one another. A method left out of a run (a later run measured
+    it again, on a newer build) pools only the cells of the runs that keep it."""
     metas, cells = [], []
     offset = 0
     for d in run_dirs:
-        meta, cs = results.load(d)
+        meta, _ = results.load(d)
         metas.append(meta)
-        cells += [dataclasses.replace(c, rep=c.rep + offset) for c in cs]
+        cells += [dataclasses.replace(c, rep=c.rep + offset) for c in _kept(d, leave_out)]
         offset += meta["repeat"]
     return metas, cells
+
+
+def parse_leave_out(specs: list[str], run_dirs: list[Path]) -> LeaveOut:
+    """`DIR=METHOD[,METHOD...]` options as {run directory: methods}. DIR must be one of the runs
+    reported and each method one it measured: a typo would otherwise pool what it meant to drop."""
+    out: LeaveOut = {}
+    known = {d.resolve(): d for d in run_dirs}
+    for spec in specs:
+        where, sep, names = spec.rpartition("=")
+        methods = {m.strip() for m in names.split(",") if m.strip()}
+        if not sep or not where or not methods:
+            raise ValueError(f"--leave-out {spec!r}: expected DIR=METHOD[,METHOD...]")
+        d = known.get(Path(where).resolve())
+        if d is None:
+            raise ValueError(f"--leave-out {spec!r}: {where} is not one of the run directories reported")
+        measured = {c.method for c in results.load(d)[1]}
+        missing = sorted(methods - measured)
+        if missing:
+            raise ValueError(f"--leave-out {spec!r}: {d} has no cells of {', '.join(missing)} "
+                             f"(it measured {', '.join(sorted(measured))})")
+        out.setdefault(d, set()).update(methods)
+    return out
 
 
 def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
@@ -255,6 +287,25 @@ def _builds(run_dir: Path) -> str:
     if unknown:
         parts.append(f"{unknown} by a build not recorded")
     return " The cells were measured by more than one build: " + ", ".join(parts) + "."
+
+
+def _left_out(run_dir: Path, leave_out: LeaveOut | None) -> str:
+    gone = sorted((leave_out or {}).get(run_dir, set()))
+    if not gone:
+        return ""
+    n = len(results.load(run_dir)[1]) - len(_kept(run_dir, leave_out))
+    return (f" Its {n} cell(s) of {', '.join(gone)} are left out of this report (`--leave-out`): "
+            "another run reported here measured them again.")
+
+
+def _repaired(run_dir: Path, leave_out: LeaveOut | None) -> str:
+    """The cells whose sender's controls found a window or threshold out of bounds and put it back
+    (bpf/math/reno.h): rare, and a reader should know which numbers came through one."""
+    hit = [c for c in _kept(run_dir, leave_out) if c.windows_repaired]
+    if not hit:
+        return ""
+    return (" The controls put back a window or threshold out of bounds in " + ", ".join(
+        f"`{c.id}` ({c.windows_repaired})" for c in hit) + ".")
 
 
 def _machines(run_dir: Path) -> str:
@@ -309,9 +360,10 @@ def _recorded(meta: dict, root: Path | None = None):
     return exp
 
 
-def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list, str]:
+def _experiment(run_dirs: list[Path], fig_dir: Path,
+                leave_out: LeaveOut | None = None) -> tuple[list[Block], list, str]:
     """(blocks, the claims' verdicts, the experiment's name)."""
-    metas, cells = _merged(run_dirs)
+    metas, cells = _merged(run_dirs, leave_out)
     exp = _recorded(metas[-1])
     rows = results.table(cells, exp.baseline)
     b: list[Block] = [Block("h2", exp.title)]
@@ -322,7 +374,8 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
                             f"per method ({vs.get('omit', 0):g} s before that left out) after {vs['warmup']:g} s "
                             f"of cross traffic; {meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
                             f"braid {(meta['git'].get('revision') or '?')[:12]}"
-                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}.{_builds(d)}{_machines(d)}"))
+                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}.{_builds(d)}{_machines(d)}"
+                            f"{_left_out(d, leave_out)}{_repaired(d, leave_out)}"))
     if exp.calibration:
         b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
     refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}
@@ -386,7 +439,11 @@ def _experiment(run_dirs: list[Path], fig_dir: Path) -> tuple[list[Block], list,
                 b.append(Block("img", box_figure(rows, sc, methods, "cross_mbps", "competitors Mb/s",
                                                  fig_dir / f"{exp.name}-{sc}-cross.png"),
                                f"{sc}: the competing flows' aggregate beside each method"))
-        shown = [c for c in cells if c.scenario == sc and c.rep == 0][:5]
+        # Each method's first repetition: in a pooled report a method may start after rep 0.
+        first: dict[str, MeasuredCell] = {}
+        for c in sorted((c for c in cells if c.scenario == sc), key=lambda c: c.rep):
+            first.setdefault(c.method, c)
+        shown = list(first.values())[:5]
         if shown:
             b.append(Block("img", series_figure(shown, sc, fig_dir / f"{exp.name}-{sc}-series.png"),
                            f"{sc}: throughput and cwnd per stream"))
@@ -474,8 +531,9 @@ def render_html(blocks: list[Block], title: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def make(run_dirs: list[Path], out: Path) -> tuple[Path, Path]:
-    """report.md and report.html in `out`; runs of the same experiment and variant are pooled."""
+def make(run_dirs: list[Path], out: Path, leave_out: LeaveOut | None = None) -> tuple[Path, Path]:
+    """report.md and report.html in `out`; runs of the same experiment and variant are pooled,
+    but for the methods `leave_out` drops from a run."""
     groups: dict[tuple[str, str], list[Path]] = {}
     for d in run_dirs:
         if not (d / "run.json").exists():
@@ -489,10 +547,10 @@ def make(run_dirs: list[Path], out: Path) -> tuple[Path, Path]:
     summary = [["experiment", "cells", "holds", "does not hold", "not measured"]]
     body = []
     for dirs in groups.values():
-        bl, verdicts, name = _experiment(dirs, out / "figures")
+        bl, verdicts, name = _experiment(dirs, out / "figures", leave_out)
         body += bl
         count = {st: sum(v.status == st for v in verdicts) for st in ("holds", "does not hold", "not measured")}
-        cells = sum(len(results.load(d)[1]) for d in dirs)
+        cells = sum(len(_kept(d, leave_out)) for d in dirs)
         summary.append([name, str(cells), *(str(count[k]) for k in ("holds", "does not hold", "not measured"))])
     blocks += [Block("p", "The papers' claims, checked on these measurements:"), Block("table", summary), *body]
     md, page = out / "report.md", out / "report.html"
@@ -520,7 +578,7 @@ def main(args) -> int:
     dirs = [Path(d) for d in args.results]
     out = Path(args.out) if args.out else dirs[0] / "report"
     try:
-        md, page = make(dirs, out)
+        md, page = make(dirs, out, parse_leave_out(args.leave_out or [], dirs))
     except (FileNotFoundError, ValueError, KeyError) as e:
         print(f"braidlab report: {e}", file=sys.stderr)
         return 2

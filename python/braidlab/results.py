@@ -30,7 +30,7 @@ CELL_COLUMNS = [
     "cross_mbps", "ratio_to_cross", "appropriation", "udp_loss", "sqrt_p", "rtt_median_ms", "rtt_p99_ms", "utilisation",
     "link_drop_ratio", "jain", "jain_1s", "loss_events", "p_events", "mathis_mbps",
     "mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s", "reach_arrive_s",
-    "reach_leave_s", "each_beside_mbps", "ratio_beside",
+    "reach_leave_s", "each_beside_mbps", "ratio_beside", "windows_repaired",
 ]
 FLOW_COLUMNS = ["experiment", *CELL_COLUMNS[:3], "role", "flow", "flow_cc", "flow_bytes", "flow_mbps",
                 "flow_retransmits", "flow_loss_ratio", *CELL_COLUMNS[3:]]
@@ -83,7 +83,7 @@ def cell_metrics(cell: MeasuredCell) -> dict:
         "streams": st.streams, "cc": st.cc or "", "virtual_rtt": st.virtual_rtt,
         "strength": st.strength, "mtu": cell.mtu, "seconds": seconds,
         "method_bytes": moved, "method_mbps": moved * 8 / seconds / 1e6,
-        "method_loss_ratio": loss, "appropriation": None,
+        "method_loss_ratio": loss, "appropriation": None, "windows_repaired": cell.windows_repaired,
     }
     srtt = _stream_srtt_ms(cell, start["t"] if start else 0.0)
     m["method_srtt_ms"] = statistics.median(srtt.values()) if srtt else None

@@ -294,6 +294,8 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
     }
     if omit:
         out["at_omit"] = at_omit(report.intervals, omit)
+    if s.windows_repaired is not None:
+        out["windows_repaired"] = s.windows_repaired
     if "tcp" in outs:
         # iperf3's clock starts when its test does, a moment after the process: close enough at 1 s bins.
         # A delayed start moves iperf3's clock: its zero is the arrival.

@@ -157,7 +157,7 @@ def test_a_pooled_report_lists_methods_the_last_runs_file_does_not_name(tmp_path
 def test_report_refuses_a_directory_without_a_run(tmp_path):
     import argparse
 
-    args = argparse.Namespace(results=[str(tmp_path)], out=None)
+    args = argparse.Namespace(results=[str(tmp_path)], out=None, leave_out=None)
     assert report.main(args) == 2
 
 
@@ -199,6 +199,44 @@ def test_runs_of_one_experiment_pool_their_repetitions(tmp_path):
     assert text.count("## A small experiment") == 1
     assert "| single | 4 |" in text  # two repetitions from each run
     assert "Run `run`" in text and text.count("8 of 9 cells measured") == 2
+
+
+def test_a_method_left_out_of_a_run_pools_only_the_cells_of_the_runs_that_keep_it(tmp_path):
+    old = make_run(tmp_path / "a")
+    new = make_run(tmp_path / "b")
+    # The newer run's parallel-4 moved twice as much: pooled with the old one's, the median would blur it.
+    for p in (new / "cells").glob("tcp-5.parallel-4.*.json"):
+        c = json.loads(p.read_text())
+        for st in c["streams"]:
+            st["bytes"] *= 2
+        c["bench"]["bytes"] *= 2
+        c["bench"]["peer_bytes"] *= 2
+        p.write_text(json.dumps(c))
+    leave = report.parse_leave_out([f"{old}=parallel-4"], [old, new])
+    assert leave == {old: {"parallel-4"}}
+    md, _ = report.make([old, new], tmp_path / "out", leave)
+    text = md.read_text()
+    assert "| single | 4 |" in text and "| parallel-4 | 2 | 64.0 |" in text
+    assert "Its 2 cell(s) of parallel-4 are left out of this report" in text
+    assert "| mini | 14 |" in text  # 16 measured, 2 left out
+    both, _ = report.make([old, new], tmp_path / "both")
+    assert "| parallel-4 | 4 | 48.0 |" in both.read_text()
+    assert "put back a window" not in text
+    p = new / "cells" / "tcp-5.single.r1.json"
+    p.write_text(json.dumps({**json.loads(p.read_text()), "windows_repaired": 3}))
+    assert "put back a window or threshold out of bounds in `tcp-5.single.r1` (3)" in \
+        report.make([old, new], tmp_path / "again", leave)[0].read_text()
+
+
+def test_leave_out_names_what_it_cannot_find(tmp_path):
+    import pytest
+
+    run = make_run(tmp_path)
+    for spec, said in ((f"{run}=parallel-9", "has no cells of parallel-9"),
+                       (f"{tmp_path / 'other'}=single", "is not one of the run directories"),
+                       ("single", "expected DIR=METHOD")):
+        with pytest.raises(ValueError, match=said):
+            report.parse_leave_out([spec], [run])
 
 
 def test_families_vary_in_streams_or_in_strength():

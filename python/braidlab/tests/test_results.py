@@ -37,6 +37,14 @@ def cell(method="single", scenario="tcp-5", rep=0, streams=None, cross=None, udp
     }
 
 
+def test_the_controls_repairs_are_a_column_and_unknown_before_they_were_counted():
+    before = cell()
+    assert results.cell_metrics(typed(before))["windows_repaired"] is None
+    after = {**cell(), "windows_repaired": 2}
+    assert results.cell_metrics(typed(after))["windows_repaired"] == 2
+    assert typed(after).to_json()["windows_repaired"] == 2 and "windows_repaired" not in typed(before).to_json()
+
+
 def test_cell_metrics_by_hand():
     c = cell(streams=[(0, "reno", 30_000_000, 30, 20_000), (1, "braid_frac", 10_000_000, 10, 10_000)],
              cross=[{"flow": "tcp0", "bytes": 1, "mbps": 20.0, "retransmits": 0},
