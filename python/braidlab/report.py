@@ -144,6 +144,37 @@ def series_figure(cells: list[MeasuredCell], scenario: str, path: Path) -> Path:
     return _save(fig, path)
 
 
+# Where a point's label goes, in points from it: right of it, a row above first, then a row below,
+# then higher and lower. Two labels whose points lie close would otherwise print over each other.
+_PLACES = ((4, 4), (4, -11), (4, 15), (4, -22))
+
+
+def label_places(points: list[tuple[float, float]], labels: list[str], size: tuple[float, float] = (340, 250),
+                 char: float = 4.8, line: float = 9.0) -> list[tuple[int, int]]:
+    """Each point's label offset: the first of _PLACES where the label's box (its text `char`
+    points a character wide, `line` high, on axes `size` points wide and high) overlaps no label
+    placed before it."""
+    if not points:
+        return []
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    # The axes' span with matplotlib's 5 % margins, so data map to points as on the page.
+    wx, wy = ((max(xs) - min(xs)) or 1.0) * 1.1, ((max(ys) - min(ys)) or 1.0) * 1.1
+    boxes: list[tuple[float, float, float, float]] = []
+    chosen = []
+    for (x, y), text in zip(points, labels):
+        px, py = (x - min(xs)) / wx * size[0], (y - min(ys)) / wy * size[1]
+        for dx, dy in _PLACES:
+            box = (px + dx, py + dy, px + dx + char * len(text), py + dy + line)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in boxes):
+                break
+        else:
+            dx, dy = _PLACES[0]
+            box = (px + dx, py + dy, px + dx + char * len(text), py + dy + line)
+        boxes.append(box)
+        chosen.append((dx, dy))
+    return chosen
+
+
 def frontier_figure(rows: list[dict], idle: str, busy: str, path: Path) -> Path | None:
     """Each method as a point: its effectiveness on the idle path (up is faster) against its
     appropriation on the busy one (left is fairer). The corner to reach is top left."""
@@ -154,9 +185,10 @@ def frontier_figure(rows: list[dict], idle: str, busy: str, path: Path) -> Path 
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    for m in both:
-        ax.scatter(100 * app[m], 100 * eff[m], s=30)
-        ax.annotate(m, (100 * app[m], 100 * eff[m]), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    points = [(100 * app[m], 100 * eff[m]) for m in both]
+    for m, xy, offset in zip(both, points, label_places(points, both)):
+        ax.scatter(*xy, s=30)
+        ax.annotate(m, xy, textcoords="offset points", xytext=offset, fontsize=8)
     ax.axvline(0, color="grey", lw=0.6)
     ax.set_xlabel(f"appropriation from the competitors, % ({busy})")
     ax.set_ylabel(f"effectiveness, % ({idle})")

@@ -265,3 +265,19 @@ def test_model_table_sets_the_measurement_beside_both_mathis_constants():
     assert 0 < float(two[6]) < 5.0
     lo, hi = (float(x) for x in two[7].split(" .. "))
     assert lo < float(two[6]) < hi
+
+
+def test_labels_of_points_close_together_go_to_different_rows():
+    # The full variant's frontier: auto-9, auto-4 and combined-9 m = 100 sit within 12 points of
+    # appropriation at 93-94 % effectiveness.
+    names = ["tcpp-9", "auto-9", "single", "auto-4", "combined-9-m100", "combined-9", "parallel-9", "bbr"]
+    pts = [(-3.7, 71.0), (-2.5, 93.2), (0.0, 69.3), (3.3, 93.6), (9.3, 93.7), (22.4, 95.5), (56.3, 95.6),
+           (83.8, 93.0)]
+    places = dict(zip(names, report.label_places(pts, names)))
+    # auto-4's label would print over the end of auto-9's: a row below; the rest are apart.
+    assert places.pop("auto-4") == (4, -11)
+    assert set(places.values()) == {(4, 4)}
+    # Three points on one spot: three rows.
+    assert report.label_places([(0, 0), (0, 0), (0, 0), (10, 10)], ["a", "b", "c", "d"]) == \
+        [(4, 4), (4, -11), (4, 15), (4, 4)]
+    assert report.label_places([], []) == []
