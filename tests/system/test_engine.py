@@ -317,11 +317,12 @@ def test_wrong_token_and_full_disk_are_clear_errors_leaving_nothing(pair, tmp_pa
             p = pair.snd.popen(engine.client_argv("send", str(mid), f"{pair.RCV_ADDR}:5421:m", token=pair.token)
                                + ["--limit", "10mbit"])
             time.sleep(1.0)
-            with open(small / "filler", "wb") as filler:
+            # Unbuffered: a buffered writer keeps what a short write left over, and its close
+            # raised ENOSPC once more on flushing it.
+            with open(small / "filler", "wb", buffering=0) as filler:
                 try:
                     while True:
                         filler.write(b"\xff" * (1 << 20))
-                        filler.flush()
                 except OSError:
                     pass
             _, err = p.communicate(timeout=60)
