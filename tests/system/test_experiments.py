@@ -131,20 +131,26 @@ def test_hacker2002_quick(record, tmp_path):
     _verdicts(record, out)
     # A loss-limited path: more streams, more throughput, and bigger packets, more per stream.
     # A single stream's measured 4 s meet a loss or two at 1e-4, and where they fall (in slow
-    # start, or not at all) sets its rate: at MTU 4418 it moved 27.3 Mb/s against MTU 1500's 32.4
-    # once, where Mathis has 3 times as much; at MTU 1500 it moved 67.6 once, where three times
-    # that is more than the 200 Mb/s path. A second sample of the two single streams if the
-    # first misses either margin.
+    # start, or not at all) sets its rate: at MTU 4418 it moved 27.3 and 37.9 Mb/s against MTU
+    # 1500's 32.4 and 43.0 in two runs, where Mathis has 3 times as much; at MTU 1500 it moved 67.6
+    # once, where three times that is more than the 200 Mb/s path. So while either margin is
+    # missed, the two single streams are sampled again (up to three samples each), and the
+    # margins are judged on their means.
+    singles = {sc: [mbps[(sc, 1)]] for sc in ("mtu-1500", "mtu-4418")}
+
     def margins():
-        return (mbps[("mtu-1500", 12)] > 3 * mbps[("mtu-1500", 1)],
-                mbps[("mtu-4418", 1)] > 1.5 * mbps[("mtu-1500", 1)])
-    if not all(margins()):
-        again = _again("hacker2002", "parallel-1", "mtu-1500,mtu-4418", tmp_path / "again")
-        mbps.update({(r["scenario"], r["streams"]): r["method_mbps"] for r in again})
-        record(second_sample={r["scenario"]: round(r["method_mbps"], 1) for r in again})
+        one = {sc: sum(v) / len(v) for sc, v in singles.items()}
+        return mbps[("mtu-1500", 12)] > 3 * one["mtu-1500"], one["mtu-4418"] > 1.5 * one["mtu-1500"]
+    for i in range(2):
+        if all(margins()):
+            break
+        again = _again("hacker2002", "parallel-1", "mtu-1500,mtu-4418", tmp_path / f"again-{i}")
+        for r in again:
+            singles[r["scenario"]].append(r["method_mbps"])
+    record(single_samples={sc: [round(x, 1) for x in v] for sc, v in singles.items()})
     more_streams, bigger_packets = margins()
-    assert more_streams, mbps
-    assert bigger_packets, mbps
+    assert more_streams, (mbps, singles)
+    assert bigger_packets, (mbps, singles)
 
 
 def test_variants_quick(controls, record, tmp_path):
