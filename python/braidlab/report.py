@@ -157,21 +157,24 @@ def label_places(points: list[tuple[float, float]], labels: list[str], size: tup
     if not points:
         return []
     xs, ys = [p[0] for p in points], [p[1] for p in points]
+    x0, y0 = min(xs), min(ys)
     # The axes' span with matplotlib's 5 % margins, so data map to points as on the page.
-    wx, wy = ((max(xs) - min(xs)) or 1.0) * 1.1, ((max(ys) - min(ys)) or 1.0) * 1.1
+    wx, wy = ((max(xs) - x0) or 1.0) * 1.1, ((max(ys) - y0) or 1.0) * 1.1
     boxes: list[tuple[float, float, float, float]] = []
     chosen = []
     for (x, y), text in zip(points, labels):
-        px, py = (x - min(xs)) / wx * size[0], (y - min(ys)) / wy * size[1]
-        for dx, dy in _PLACES:
-            box = (px + dx, py + dy, px + dx + char * len(text), py + dy + line)
-            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in boxes):
-                break
-        else:
-            dx, dy = _PLACES[0]
-            box = (px + dx, py + dy, px + dx + char * len(text), py + dy + line)
-        boxes.append(box)
-        chosen.append((dx, dy))
+        px, py = (x - x0) / wx * size[0], (y - y0) / wy * size[1]
+
+        def box(place):
+            dx, dy = place
+            return px + dx, py + dy, px + dx + char * len(text), py + dy + line
+
+        def free(a):
+            return not any(a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3] for b in boxes)
+
+        place = next((pl for pl in _PLACES if free(box(pl))), _PLACES[0])
+        boxes.append(box(place))
+        chosen.append(place)
     return chosen
 
 
@@ -256,23 +259,42 @@ def _families(rows: list[dict]) -> dict[str, tuple[str, list[dict]]]:
 LeaveOut = dict[Path, set[str]]
 
 
-def _kept(run_dir: Path, leave_out: LeaveOut | None) -> list[MeasuredCell]:
-    """The run's cells but those of the methods left out of it."""
-    gone = (leave_out or {}).get(run_dir, set())
-    return [c for c in results.load(run_dir)[1] if c.method not in gone]
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """One run directory, read once per report: its run.json, every cell it measured, and the
+    methods left out of it."""
+
+    dir: Path
+    meta: dict
+    cells: list[MeasuredCell]
+    gone: frozenset[str] = frozenset()
+
+    @property
+    def kept(self) -> list[MeasuredCell]:
+        """The cells the report pools: all but those of the methods left out."""
+        return [c for c in self.cells if c.method not in self.gone]
 
 
-def _merged(run_dirs: list[Path], leave_out: LeaveOut | None = None) -> tuple[list[dict], list[MeasuredCell]]:
+def _read(run_dirs: list[Path], leave_out: LeaveOut | None = None) -> list[_Run]:
+    runs = []
+    for d in run_dirs:
+        if not (d / "run.json").exists():
+            raise FileNotFoundError(f"{d} is not a braidlab run directory (no run.json)")
+        meta, cells = results.load(d)
+        runs.append(_Run(d, meta, cells, frozenset((leave_out or {}).get(d, ()))))
+    return runs
+
+
+def _merged(runs: list[_Run]) -> tuple[list[dict], list[MeasuredCell]]:
     """(each run's run.json, all their cells): runs of one experiment and variant pool their
     repetitions, renumbered after one another. A method left out of a run (a later run measured
     it again, on a newer build) pools only the cells of the runs that keep it."""
     metas, cells = [], []
     offset = 0
-    for d in run_dirs:
-        meta, _ = results.load(d)
-        metas.append(meta)
-        cells += [dataclasses.replace(c, rep=c.rep + offset) for c in _kept(d, leave_out)]
-        offset += meta["repeat"]
+    for r in runs:
+        metas.append(r.meta)
+        cells += [dataclasses.replace(c, rep=c.rep + offset) for c in r.kept]
+        offset += r.meta["repeat"]
     return metas, cells
 
 
@@ -299,14 +321,14 @@ def parse_leave_out(specs: list[str], run_dirs: list[Path]) -> LeaveOut:
 
 
 def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
-    return _experiment(run_dirs, fig_dir)[0]
+    return _experiment(_read(run_dirs), fig_dir)[0]
 
 
-def _builds(run_dir: Path) -> str:
+def _builds(cells: list[MeasuredCell]) -> str:
     """A sentence naming the builds that measured the cells, when a continued run used more than one."""
     seen: dict[str, int] = {}
     unknown = 0
-    for c in results.load(run_dir)[1]:
+    for c in cells:
         b = c.build
         if not b:
             unknown += 1
@@ -321,30 +343,29 @@ def _builds(run_dir: Path) -> str:
     return " The cells were measured by more than one build: " + ", ".join(parts) + "."
 
 
-def _left_out(run_dir: Path, leave_out: LeaveOut | None) -> str:
-    gone = sorted((leave_out or {}).get(run_dir, set()))
-    if not gone:
+def _left_out(run: _Run) -> str:
+    if not run.gone:
         return ""
-    n = len(results.load(run_dir)[1]) - len(_kept(run_dir, leave_out))
-    return (f" Its {n} cell(s) of {', '.join(gone)} are left out of this report (`--leave-out`): "
+    n = len(run.cells) - len(run.kept)
+    return (f" Its {n} cell(s) of {', '.join(sorted(run.gone))} are left out of this report (`--leave-out`): "
             "another run reported here measured them again.")
 
 
-def _repaired(run_dir: Path, leave_out: LeaveOut | None) -> str:
+def _repaired(cells: list[MeasuredCell]) -> str:
     """The cells whose sender's controls found a window or threshold out of bounds and put it back
     (bpf/math/reno.h): rare, and a reader should know which numbers came through one."""
-    hit = [c for c in _kept(run_dir, leave_out) if c.windows_repaired]
+    hit = [c for c in cells if c.windows_repaired]
     if not hit:
         return ""
     return (" The controls put back a window or threshold out of bounds in " + ", ".join(
         f"`{c.id}` ({c.windows_repaired})" for c in hit) + ".")
 
 
-def _machines(run_dir: Path) -> str:
+def _machines(cells: list[MeasuredCell]) -> str:
     """A warning when the cells came from machines that differ in kernel, core count or build
     (a cluster run, or a run continued elsewhere): their numbers may not be comparable."""
     kinds: dict[tuple, list[str]] = {}
-    for c in results.load(run_dir)[1]:
+    for c in cells:
         m = c.machine
         if not m:
             continue
@@ -392,22 +413,22 @@ def _recorded(meta: dict, root: Path | None = None):
     return exp
 
 
-def _experiment(run_dirs: list[Path], fig_dir: Path,
-                leave_out: LeaveOut | None = None) -> tuple[list[Block], list, str]:
-    """(blocks, the claims' verdicts, the experiment's name)."""
-    metas, cells = _merged(run_dirs, leave_out)
+def _experiment(runs: list[_Run], fig_dir: Path) -> tuple[list[Block], list, str, int]:
+    """(blocks, the claims' verdicts, the experiment's name, the cells pooled)."""
+    metas, cells = _merged(runs)
     exp = _recorded(metas[-1])
     rows = results.table(cells, exp.baseline)
     b: list[Block] = [Block("h2", exp.title)]
-    for d, meta in zip(run_dirs, metas):
+    for r in runs:
+        meta = r.meta
         vs = meta["variant_settings"]
-        b.append(Block("p", f"Run `{d.name}`: variant **{meta['variant']}**, {meta['repeat']} repetition(s), "
-                            f"{len(results.load(d)[1])} of {len(meta['plan'])} cells measured, {vs['seconds']:g} s "
+        b.append(Block("p", f"Run `{r.dir.name}`: variant **{meta['variant']}**, {meta['repeat']} repetition(s), "
+                            f"{len(r.cells)} of {len(meta['plan'])} cells measured, {vs['seconds']:g} s "
                             f"per method ({vs.get('omit', 0):g} s before that left out) after {vs['warmup']:g} s "
                             f"of cross traffic; {meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
                             f"braid {(meta['git'].get('revision') or '?')[:12]}"
-                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}.{_builds(d)}{_machines(d)}"
-                            f"{_left_out(d, leave_out)}{_repaired(d, leave_out)}"))
+                            f"{' (with local changes)' if meta['git'].get('dirty') else ''}."
+                            f"{_builds(r.cells)}{_machines(r.cells)}{_left_out(r)}{_repaired(r.kept)}"))
     if exp.calibration:
         b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
     refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}
@@ -499,7 +520,7 @@ def _experiment(run_dirs: list[Path], fig_dir: Path,
                 line += " Why: " + " ".join(v.note.split())
             items.append(line)
         b.append(Block("list", items))
-    return b, verdicts, exp.name
+    return b, verdicts, exp.name, len(cells)
 
 
 def render_md(blocks: list[Block], base: Path | None) -> str:
@@ -566,23 +587,19 @@ def render_html(blocks: list[Block], title: str) -> str:
 def make(run_dirs: list[Path], out: Path, leave_out: LeaveOut | None = None) -> tuple[Path, Path]:
     """report.md and report.html in `out`; runs of the same experiment and variant are pooled,
     but for the methods `leave_out` drops from a run."""
-    groups: dict[tuple[str, str], list[Path]] = {}
-    for d in run_dirs:
-        if not (d / "run.json").exists():
-            raise FileNotFoundError(f"{d} is not a braidlab run directory (no run.json)")
-        meta, _ = results.load(d)
-        groups.setdefault((meta["experiment"], meta["variant"]), []).append(d)
+    groups: dict[tuple[str, str], list[_Run]] = {}
+    for r in _read(run_dirs, leave_out):
+        groups.setdefault((r.meta["experiment"], r.meta["variant"]), []).append(r)
     out.mkdir(parents=True, exist_ok=True)
     blocks = [Block("h1", "braid: the papers' experiments, measured")]
     blocks.append(Block("p", "Each section is one experiment, redrawn from its results directories alone. "
                              "Numbers are medians over repetitions; the paper's in brackets."))
     summary = [["experiment", "cells", "holds", "does not hold", "not measured"]]
     body = []
-    for dirs in groups.values():
-        bl, verdicts, name = _experiment(dirs, out / "figures", leave_out)
+    for runs in groups.values():
+        bl, verdicts, name, cells = _experiment(runs, out / "figures")
         body += bl
         count = {st: sum(v.status == st for v in verdicts) for st in ("holds", "does not hold", "not measured")}
-        cells = sum(len(_kept(d, leave_out)) for d in dirs)
         summary.append([name, str(cells), *(str(count[k]) for k in ("holds", "does not hold", "not measured"))])
     blocks += [Block("p", "The papers' claims, checked on these measurements:"), Block("table", summary), *body]
     md, page = out / "report.md", out / "report.html"

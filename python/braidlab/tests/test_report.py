@@ -1,6 +1,6 @@
 import json
 
-from braidlab import report, runner
+from braidlab import report, results, runner
 from braidlab.tests.test_results import cell
 
 EXPERIMENT = """
@@ -91,13 +91,13 @@ def test_report_from_results_alone(tmp_path):
 
 def test_report_names_the_builds_of_a_continued_run(tmp_path):
     run = make_run(tmp_path)
-    assert report._builds(run) == ""  # no cell records its build: nothing to tell apart
+    assert report._builds(results.load(run)[1]) == ""  # no cell records its build: nothing to tell apart
     for i, p in enumerate(sorted((run / "cells").iterdir())):
         c = json.loads(p.read_text())
         c["build"] = {"git": {"revision": "1111aaaa2222bbbb" if i < 5 else "3333cccc4444dddd", "dirty": i == 7},
                       "binary": "00"}
         p.write_text(json.dumps(c))
-    said = report._builds(run)
+    said = report._builds(results.load(run)[1])
     assert "5 cell(s) by 1111aaaa2222" in said and "2 cell(s) by 3333cccc4444," in said
     assert "1 cell(s) by 3333cccc4444 (with local changes)" in said
     md, _ = report.make([run], tmp_path / "out")
