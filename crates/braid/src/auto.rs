@@ -1956,16 +1956,7 @@ mod tests {
             "{total} against {mathis}"
         );
         // Their losses empty the queue for a second, and they refill it.
-        let answered = t;
-        while t < answered + Duration::from_secs(2) {
-            let srtt = if t < answered + Duration::from_secs(1) {
-                69.0
-            } else {
-                108.0
-            };
-            a.tick(t, &counting(t, srtt));
-            t += a.interval();
-        }
+        let mut t = two_spans(&mut a, t, (SECOND, 69.0), (SECOND, 108.0));
         // The others leave and the capped group builds no queue: 45 base
         // RTTs later (3.06 s) the caps come off without a question, and the
         // path is the group's own.
@@ -2013,6 +2004,25 @@ mod tests {
         assert_eq!(a.queue(), Queue::Own);
     }
 
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// Ticks from `t` with the streams' sRTT (ms) at `first.1` for
+    /// `first.0`, then at `then.1` for `then.0`; the time after them.
+    fn two_spans(
+        a: &mut Auto,
+        mut t: Duration,
+        first: (Duration, f64),
+        then: (Duration, f64),
+    ) -> Duration {
+        let from = t;
+        while t < from + first.0 + then.0 {
+            let srtt = if t < from + first.0 { first.1 } else { then.1 };
+            a.tick(t, &counting(t, srtt));
+            t += a.interval();
+        }
+        t
+    }
+
     /// A group the question found others beside (their queue at 108 ms on
     /// a 69 ms path), and the time after the answer: the answer's losses
     /// empty the queue for `cleared` and the others refill it for a second.
@@ -2023,12 +2033,7 @@ mod tests {
             a.tick(t, &counting(t, 108.0));
             t += a.interval();
         }
-        let answered = t;
-        while t < answered + cleared + Duration::from_secs(1) {
-            let srtt = if t < answered + cleared { 69.0 } else { 108.0 };
-            a.tick(t, &counting(t, srtt));
-            t += a.interval();
-        }
+        let t = two_spans(&mut a, t, (cleared, 69.0), (SECOND, 108.0));
         assert_eq!(
             a.queue(),
             Queue::Shared,
@@ -2071,16 +2076,7 @@ mod tests {
         assert_eq!(a.queue(), Queue::Shared);
         // Their queue empties a moment after their losses: no release for
         // that, nor for the 6 s before the question.
-        let found = t;
-        while t < found + Duration::from_secs(2) {
-            let srtt = if t < found + Duration::from_secs(1) {
-                108.0
-            } else {
-                69.0
-            };
-            a.tick(t, &counting(t, srtt));
-            t += a.interval();
-        }
+        two_spans(&mut a, t, (SECOND, 108.0), (SECOND, 69.0));
         assert_eq!(a.queue(), Queue::Shared);
     }
 
