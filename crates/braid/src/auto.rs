@@ -80,9 +80,10 @@
 //! flows one stands again within about 30 RTTs of their losses; a queue
 //! that stands for a tick or two is a stall of the path, not them; twice as
 //! long for the first clearing after a question found them, whose losses
-//! then come together): then the path is the group's own. Its windows are still what the cap let them be,
-//! so k goes to four times its ceiling (the group grows four packets an RTT
-//! per stream) until its own queue stands, then to the ceiling.
+//! then come together): then the path is the group's own. Its windows are
+//! still what the cap let them be, so k goes to four times its ceiling (the
+//! group grows four packets an RTT per stream) until its own queue stands,
+//! then to the ceiling.
 //!
 //! What the group delivered is what its streams' TCP saw acknowledged, not
 //! the blocks that completed: at a megabit or two a stream those come one or
@@ -2023,16 +2024,23 @@ mod tests {
         t
     }
 
-    /// A group the question found others beside (their queue at 108 ms on
-    /// a 69 ms path), and the time after the answer: the answer's losses
-    /// empty the queue for `cleared` and the others refill it for a second.
-    fn held_and_refilled(cleared: Duration) -> (Auto, Duration) {
+    /// A group asked at 5 s, ticked with others' queue standing (108 ms on a
+    /// 69 ms path) until the answer holds it at its share; the time then.
+    fn found_sharing() -> (Auto, Duration) {
         let mut a = asks_at_5(1, 4, Strength::ONE);
         let mut t = Duration::ZERO;
         while a.queue() != Queue::Shared {
             a.tick(t, &counting(t, 108.0));
             t += a.interval();
         }
+        (a, t)
+    }
+
+    /// A group the question found others beside (their queue at 108 ms on
+    /// a 69 ms path), and the time after the answer: the answer's losses
+    /// empty the queue for `cleared` and the others refill it for a second.
+    fn held_and_refilled(cleared: Duration) -> (Auto, Duration) {
+        let (mut a, t) = found_sharing();
         let t = two_spans(&mut a, t, (cleared, 69.0), (SECOND, 108.0));
         assert_eq!(
             a.queue(),
@@ -2046,7 +2054,19 @@ mod tests {
     /// caps come off, when the streams' sRTT is `spike` at the ticks in
     /// `spiked` (counted from `gone`) and 69 ms at the rest.
     fn released_after(spiked: std::ops::Range<usize>, spike: f64) -> Duration {
-        let (mut a, mut t) = held_and_refilled(Duration::from_secs(1));
+        let (mut a, t) = held_and_refilled(Duration::from_secs(1));
+        until_released(&mut a, t, spiked, spike)
+    }
+
+    /// Ticks a held group from `gone` (for at most 10 s) until the caps come
+    /// off, with the streams' sRTT at `spike` at the ticks in `spiked` and
+    /// 69 ms at the rest; the time that took.
+    fn until_released(
+        a: &mut Auto,
+        mut t: Duration,
+        spiked: std::ops::Range<usize>,
+        spike: f64,
+    ) -> Duration {
         let gone = t;
         let mut n = 0;
         while a.queue() == Queue::Shared && t < gone + Duration::from_secs(10) {
@@ -2085,28 +2105,15 @@ mod tests {
         // 4.5 s without a queue (65 base RTTs) after the answer: the others
         // halved together on the queue they had just filled. Held, and the
         // next clearing is counted as usual.
-        let (mut a, mut t) = held_and_refilled(Duration::from_millis(4500));
-        let gone = t;
-        while a.queue() == Queue::Shared && t < gone + Duration::from_secs(10) {
-            a.tick(t, &counting(t, 69.0));
-            t += a.interval();
-        }
+        let (mut a, t) = held_and_refilled(Duration::from_millis(4500));
+        let released = until_released(&mut a, t, 0..0, 69.0);
         assert_eq!(a.queue(), Queue::Own);
-        assert!(t - gone < Duration::from_millis(3400), "{:?}", t - gone);
+        assert!(released < Duration::from_millis(3400), "{released:?}");
         // Others that leave as the answer comes are found too, after twice
         // the count: the group is not held at its share for good.
-        let mut a = asks_at_5(1, 4, Strength::ONE);
-        let mut t = Duration::ZERO;
-        while a.queue() != Queue::Shared {
-            a.tick(t, &counting(t, 108.0));
-            t += a.interval();
-        }
-        let answered = t;
-        while a.queue() == Queue::Shared && t < answered + Duration::from_secs(20) {
-            a.tick(t, &counting(t, 69.0));
-            t += a.interval();
-        }
-        let held = t - answered;
+        let (mut a, answered) = found_sharing();
+        let held = until_released(&mut a, answered, 0..0, 69.0);
+        assert_eq!(a.queue(), Queue::Own);
         assert!(
             held > Duration::from_secs(6) && held < Duration::from_millis(6700),
             "{held:?}"
@@ -2128,12 +2135,7 @@ mod tests {
 
     #[test]
     fn held_at_its_share_k_rises_until_the_group_reaches_it_and_holds_there() {
-        let mut a = asks_at_5(1, 4, Strength::ONE);
-        let mut t = Duration::ZERO;
-        while a.queue() != Queue::Shared {
-            a.tick(t, &counting(t, 108.0));
-            t += a.interval();
-        }
+        let (mut a, mut t) = found_sharing();
         assert!(a.fair_told.is_some(), "held at a share");
         assert_eq!(a.strength(), 1.0, "the queue brought k to its floor");
         // No question meanwhile: this is about k under the cap.
