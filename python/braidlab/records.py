@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["VERSION", "VECTORS", "parse", "load", "to_json", "Record"]
 
-VERSION = 1
+VERSION = 2
 VECTORS = Path(__file__).resolve().parents[2] / "crates" / "braid" / "vectors" / "records.jsonl"
 
 
@@ -95,6 +95,7 @@ class Summary:
     files: int
     requeued_blocks: int
     windows_repaired: int | None
+    sealed: str
     streams: list[StreamSummary]
 
 

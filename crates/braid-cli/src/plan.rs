@@ -83,6 +83,7 @@ fn probe(host: &str, args: &PlanArgs, streams: u16) -> Result<Summary> {
         limit_bps: None,
         cancel: crate::transfer::cancel(),
         steer: None,
+        plain: false,
     };
     client::bench(&cfg)
 }

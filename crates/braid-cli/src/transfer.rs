@@ -88,6 +88,11 @@ pub struct SessionArgs {
     /// braid on the far end, for a start over ssh.
     #[arg(long, default_value = "braid")]
     remote_braid: String,
+    /// Ask for an unsealed session: after the handshake nothing is encrypted or
+    /// authenticated. Only for measurements on a link you trust; the server must allow it
+    /// (braid serve --allow-plain), and every report says so.
+    #[arg(long)]
+    plain: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -186,6 +191,10 @@ pub struct ServeArgs {
     /// Hours after which an abandoned transfer's part files are removed.
     #[arg(long, default_value_t = server::Limits::default().partial_ttl.as_secs() / 3600)]
     partial_ttl: u64,
+    /// Allow unsealed sessions to clients that ask for one (--plain), for measurements on
+    /// a link both ends trust. Sessions are sealed unless both ends agree.
+    #[arg(long)]
+    allow_plain: bool,
 }
 
 /// The process's stop signal: every session this command runs holds it.
@@ -382,6 +391,7 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Con
         limit_bps: s.limit,
         cancel: cancel(),
         steer: None,
+        plain: s.plain,
     };
     Ok((client::resolved(cfg, kind)?, had_token))
 }
@@ -417,6 +427,7 @@ fn with_far_end<T>(
         command: s.rsh.split_whitespace().map(String::from).collect(),
         remote_braid: s.remote_braid.clone(),
         wait: Duration::from_secs(60),
+        allow_plain: s.plain,
     };
     cfg.token = Token::generate()?;
     let far = bootstrap::start(&ssh, login, root, &cfg.token)?;
@@ -443,7 +454,7 @@ fn print_summary(s: &Summary, json: bool) {
         return;
     }
     println!(
-        "{} {} ({}): {} in {:.2} s = {:.1} Mb/s, {} retransmits of {} segments, {:.2} CPU s",
+        "{} {} ({}): {} in {:.2} s = {:.1} Mb/s, {} retransmits of {} segments, {:.2} CPU s, {}",
         s.kind,
         s.mode,
         s.role,
@@ -452,7 +463,8 @@ fn print_summary(s: &Summary, json: bool) {
         s.mbps,
         s.retransmits,
         s.data_segs_out,
-        s.cpu_seconds
+        s.cpu_seconds,
+        braid::telemetry::sealed_words(s.sealed)
     );
     if s.files > 0 {
         println!(
@@ -635,6 +647,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         once: a.once,
         wait: a.wait.map(Duration::from_secs),
         limit_bps: a.limit,
+        allow_plain: a.allow_plain,
         cancel: cancel(),
         limits,
     })?;

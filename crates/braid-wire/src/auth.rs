@@ -1,10 +1,16 @@
 //! Challenge-response on a shared token, with BLAKE3's keyed mode.
 //!
 //! Both ends derive an authentication key from the token; each proves it
-//! holds it by a MAC over both nonces and its role, so a proof cannot be
-//! replayed in another session or reflected back. The session key that data
-//! connections present comes from the same nonces, so it is fresh per session
-//! and never sent.
+//! holds it by a MAC over both nonces, its role and what the handshake
+//! agreed (the version, the client's offer, the server's suite), so a proof
+//! cannot be replayed in another session or reflected back, and a relay
+//! cannot change what was agreed. The session key, from which every record
+//! key is derived (see [`crate::seal`]) and with which data connections prove
+//! their attach, comes from the same nonces: fresh per session, never sent.
+//!
+//! The token is the only secret: someone who records a handshake can try
+//! tokens offline against its proofs, so a token must be random (`braid
+//! serve` makes 128-bit ones), not a word a person chose.
 
 const CONTEXT_AUTH: &str = "braid 2026 token authentication v1";
 const CONTEXT_SESSION: &str = "braid 2026 session key v1";
@@ -22,14 +28,45 @@ fn mac(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-/// The client's proof (`Proof`).
-pub fn client_proof(token: &[u8], client_nonce: &[u8; 16], server_nonce: &[u8; 16]) -> [u8; 32] {
-    mac(&auth_key(token), &[b"client", client_nonce, server_nonce])
+/// The client's proof (`Proof`): over both nonces, the protocol version and
+/// the client's offer of suites, so that a relay that changes the offer (to
+/// ask for an unsealed session, say) makes the proof fail.
+pub fn client_proof(
+    token: &[u8],
+    client_nonce: &[u8; 16],
+    server_nonce: &[u8; 16],
+    offer: u8,
+) -> [u8; 32] {
+    mac(
+        &auth_key(token),
+        &[
+            b"client",
+            client_nonce,
+            server_nonce,
+            &crate::VERSION.to_be_bytes(),
+            &[offer],
+        ],
+    )
 }
 
-/// The server's proof (`Welcome`).
-pub fn server_proof(token: &[u8], client_nonce: &[u8; 16], server_nonce: &[u8; 16]) -> [u8; 32] {
-    mac(&auth_key(token), &[b"server", client_nonce, server_nonce])
+/// The server's proof (`Welcome`): over the same, and the suite it chose.
+pub fn server_proof(
+    token: &[u8],
+    client_nonce: &[u8; 16],
+    server_nonce: &[u8; 16],
+    offer: u8,
+    suite: u8,
+) -> [u8; 32] {
+    mac(
+        &auth_key(token),
+        &[
+            b"server",
+            client_nonce,
+            server_nonce,
+            &crate::VERSION.to_be_bytes(),
+            &[offer, suite],
+        ],
+    )
 }
 
 /// The session's key, derived by both ends after the handshake.
@@ -73,14 +110,20 @@ mod tests {
 
     #[test]
     fn proofs_depend_on_token_role_and_both_nonces() {
-        let p = client_proof(b"secret", &C, &S);
-        assert!(verify(&p, &client_proof(b"secret", &C, &S)));
-        assert!(!verify(&p, &client_proof(b"secret!", &C, &S)));
-        assert!(!verify(&p, &client_proof(b"secret", &S, &C)));
+        let p = client_proof(b"secret", &C, &S, 3);
+        assert!(verify(&p, &client_proof(b"secret", &C, &S, 3)));
+        assert!(!verify(&p, &client_proof(b"secret!", &C, &S, 3)));
+        assert!(!verify(&p, &client_proof(b"secret", &S, &C, 3)));
         assert!(
-            !verify(&p, &server_proof(b"secret", &C, &S)),
+            !verify(&p, &client_proof(b"secret", &C, &S, 7)),
+            "a changed offer must not pass"
+        );
+        assert!(
+            !verify(&p, &server_proof(b"secret", &C, &S, 3, 1)),
             "a client proof must not pass as the server's"
         );
+        let w = server_proof(b"secret", &C, &S, 3, 1);
+        assert!(!verify(&w, &server_proof(b"secret", &C, &S, 3, 0)));
         let k = session_key(b"secret", &C, &S);
         assert_ne!(k, session_key(b"secret", &C, &[3; 16]));
         assert_ne!(attach_proof(&k, 1, 0, 0), attach_proof(&k, 1, 1, 0));
@@ -91,9 +134,9 @@ mod tests {
     #[test]
     fn known_answer() {
         // Pinned so that two builds of braid always agree.
-        let p = client_proof(b"token", &[0; 16], &[0; 16]);
+        let p = client_proof(b"token", &[0; 16], &[0; 16], 3);
         assert_eq!(&p[..4], &KNOWN[..]);
     }
 
-    const KNOWN: [u8; 4] = [195, 162, 221, 239];
+    const KNOWN: [u8; 4] = [166, 198, 85, 27];
 }

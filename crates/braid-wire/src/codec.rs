@@ -1,6 +1,7 @@
 //! Frames to bytes and back.
 
 use crate::message::{FileEntry, Kind, Message, Mode, SessionParams, KNOWN_FLAGS};
+use crate::seal::{Offer, Suite};
 
 /// The largest frame (type byte and payload): a manifest of many files fits,
 /// a corrupt length cannot make a reader allocate gigabytes.
@@ -32,7 +33,14 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             w.u16(*version);
             w.bytes(nonce);
         }
-        Message::Proof { mac } | Message::Welcome { mac } => w.bytes(mac),
+        Message::Proof { mac, offer } => {
+            w.bytes(mac);
+            w.u8(*offer);
+        }
+        Message::Welcome { mac, suite } => {
+            w.bytes(mac);
+            w.u8(*suite);
+        }
         Message::Open(p) => {
             w.u8(p.kind as u8);
             w.u8(p.mode as u8);
@@ -68,16 +76,10 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             }
             w.u8(*more as u8);
         }
-        Message::Block {
-            file,
-            offset,
-            len,
-            checksum,
-        } => {
+        Message::Block { file, offset, len } => {
             w.u32(*file);
             w.u64(*offset);
             w.u32(*len);
-            w.u32(*checksum);
         }
         Message::Ranges { file, ranges } => {
             w.u32(*file);
@@ -97,6 +99,7 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             w.bytes(hash);
         }
         Message::Fallback { reason } => w.str(reason),
+        Message::Keepalive => {}
     }
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
@@ -132,12 +135,30 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 Message::Challenge { version, nonce }
             }
         }
-        3 => Message::Proof {
-            mac: r.named("proof").array()?,
-        },
-        4 => Message::Welcome {
-            mac: r.named("welcome").array()?,
-        },
+        3 => {
+            r.what = "proof";
+            let mac = r.array()?;
+            let offer = r.u8()?;
+            if offer & !Offer::KNOWN != 0 {
+                return Err(DecodeError::Value {
+                    what: "proof: offer",
+                    value: offer as u64,
+                });
+            }
+            Message::Proof { mac, offer }
+        }
+        4 => {
+            r.what = "welcome";
+            let mac = r.array()?;
+            let suite = r.u8()?;
+            if Suite::from_u8(suite).is_none() {
+                return Err(DecodeError::Value {
+                    what: "welcome: suite",
+                    value: suite as u64,
+                });
+            }
+            Message::Welcome { mac, suite }
+        }
         5 => {
             r.what = "open";
             let kind = match r.u8()? {
@@ -237,7 +258,6 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 file: r.u32()?,
                 offset: r.u64()?,
                 len: r.u32()?,
-                checksum: r.u32()?,
             }
         }
         11 => {
@@ -286,6 +306,10 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
         16 => Message::Fallback {
             reason: r.named("fallback").str()?,
         },
+        17 => {
+            r.what = "keepalive";
+            Message::Keepalive
+        }
         t => return Err(DecodeError::Type(t)),
     };
     if !r.b.is_empty() {
@@ -411,9 +435,19 @@ mod tests {
                 file: 1,
                 offset: 2,
                 len: 3,
-                checksum: 4
             }),
-            [0, 0, 0, 21, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4]
+            [0, 0, 0, 17, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3]
+        );
+        assert_eq!(bytes(&Message::Keepalive), [0, 0, 0, 1, 17]);
+        let mut proof = vec![0, 0, 0, 34, 3];
+        proof.extend_from_slice(&[5; 32]);
+        proof.push(3);
+        assert_eq!(
+            bytes(&Message::Proof {
+                mac: [5; 32],
+                offer: 3
+            }),
+            proof
         );
         let open = Message::Open(SessionParams {
             kind: Kind::Bench,
@@ -498,6 +532,26 @@ mod tests {
         assert_eq!(
             decode(&[0, 0, 0, 6, 13, 0, 1, 0, 1, 0xff]),
             Err(DecodeError::Utf8 { what: "error" })
+        );
+        let mut welcome = vec![0, 0, 0, 34, 4];
+        welcome.extend_from_slice(&[0; 32]);
+        welcome.push(9);
+        assert_eq!(
+            decode(&welcome),
+            Err(DecodeError::Value {
+                what: "welcome: suite",
+                value: 9
+            })
+        );
+        let mut proof = vec![0, 0, 0, 34, 3];
+        proof.extend_from_slice(&[0; 32]);
+        proof.push(0x80);
+        assert_eq!(
+            decode(&proof),
+            Err(DecodeError::Value {
+                what: "proof: offer",
+                value: 0x80
+            })
         );
         assert_eq!(
             decode(&[0, 0, 0, 6, 9, 0, 0, 0, 0, 2]),
@@ -599,8 +653,8 @@ mod tests {
             (any::<u16>(), nonce).prop_map(|(version, nonce)| Message::Hello { version, nonce }),
             (any::<u16>(), nonce)
                 .prop_map(|(version, nonce)| Message::Challenge { version, nonce }),
-            mac.prop_map(|mac| Message::Proof { mac }),
-            mac.prop_map(|mac| Message::Welcome { mac }),
+            (mac, 0u8..8).prop_map(|(mac, offer)| Message::Proof { mac, offer }),
+            (mac, 0u8..3).prop_map(|(mac, suite)| Message::Welcome { mac, suite }),
             params.prop_map(Message::Open),
             any::<u64>().prop_map(|session| Message::Accepted { session }),
             (any::<u64>(), any::<u16>(), any::<u64>(), mac).prop_map(
@@ -614,14 +668,8 @@ mod tests {
             any::<u16>().prop_map(|stream| Message::Detach { stream }),
             (proptest::collection::vec(entry, 0..8), any::<bool>())
                 .prop_map(|(files, more)| Message::Manifest { files, more }),
-            (any::<u32>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
-                |(file, offset, len, checksum)| Message::Block {
-                    file,
-                    offset,
-                    len,
-                    checksum
-                }
-            ),
+            (any::<u32>(), any::<u64>(), any::<u32>())
+                .prop_map(|(file, offset, len)| Message::Block { file, offset, len }),
             (
                 any::<u32>(),
                 proptest::collection::vec((0u64..1 << 40, 0u64..1 << 40), 0..8)
@@ -639,6 +687,7 @@ mod tests {
             (any::<u32>(), any::<[u8; 32]>())
                 .prop_map(|(file, hash)| Message::Verify { file, hash }),
             "\\PC{0,80}".prop_map(|reason| Message::Fallback { reason }),
+            Just(Message::Keepalive),
         ]
     }
 

@@ -14,9 +14,11 @@
 //!
 //! The handshake (see [`auth`]): the client says `Hello` with a nonce, the
 //! server answers `Challenge` with its own, the client proves it holds the
-//! token (`Proof`), the server proves it too (`Welcome`). The token itself
-//! never crosses the wire. Data connections `Attach` with a proof keyed by
-//! the session key both ends derived, over a counter the server accepts once.
+//! token (`Proof`, with the suites it offers), the server proves it too
+//! (`Welcome`, with the suite it chose). The token itself never crosses the
+//! wire. Data connections `Attach` with a proof keyed by the session key both
+//! ends derived, over a counter the server accepts once. From there on every
+//! byte of every connection travels in sealed records ([`seal`]).
 //!
 //! If [`decode`] returns `Ok(Some(..))`, the message is complete and valid;
 //! malformed input is an error naming what is wrong, never a panic.
@@ -24,6 +26,7 @@
 pub mod auth;
 mod codec;
 mod message;
+pub mod seal;
 
 pub use codec::{cut, decode, encode, DecodeError, MAX_FRAME};
 pub use message::{
@@ -32,4 +35,5 @@ pub use message::{
 };
 
 /// The protocol version this build speaks; a peer with another is refused.
-pub const VERSION: u16 = 2;
+/// 3: every frame after the handshake is sealed (see [`seal`]).
+pub const VERSION: u16 = 3;

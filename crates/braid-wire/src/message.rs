@@ -149,11 +149,17 @@ pub enum Message {
         version: u16,
         nonce: [u8; 16],
     },
+    /// The client's proof of the token, and its [`crate::seal::Offer`].
     Proof {
         mac: [u8; 32],
+        offer: u8,
     },
+    /// The server's proof, and the [`crate::seal::Suite`] it chose; every
+    /// frame after this one, on this connection and on every data
+    /// connection of the session, is sealed.
     Welcome {
         mac: [u8; 32],
+        suite: u8,
     },
     Open(SessionParams),
     Accepted {
@@ -177,12 +183,12 @@ pub enum Message {
         files: Vec<FileEntry>,
         more: bool,
     },
-    /// `len` bytes of `file` at `offset` follow; `checksum` is their CRC-32C.
+    /// `len` bytes of `file` at `offset` follow (sealed like every byte of
+    /// the connection: their records' tags protect them).
     Block {
         file: u32,
         offset: u64,
         len: u32,
-        checksum: u32,
     },
     /// Byte ranges [start, end) of `file` the receiver holds (restart markers).
     Ranges {
@@ -211,6 +217,11 @@ pub enum Message {
     Fallback {
         reason: String,
     },
+    /// On the control connection, from an end with nothing else to say for a
+    /// while (hashing, waiting for the other's hash): it is still there. An
+    /// end that hears nothing on any of a session's connections for long
+    /// gives the session up.
+    Keepalive,
 }
 
 impl Message {
@@ -232,6 +243,7 @@ impl Message {
             Message::Close { .. } => 14,
             Message::Verify { .. } => 15,
             Message::Fallback { .. } => 16,
+            Message::Keepalive => 17,
         }
     }
 }

@@ -54,7 +54,6 @@ pub fn send(
     let mut timeout = Duration::MAX;
     let _woken = wake_on(cancel, tel, stream, Shutdown::Write);
     let Conn { r: _r, mut w } = conn;
-    let buf = vec![0u8; CHUNK];
     let mut n = 0;
     // `keep` turns false when a steer lets this stream go: it ends as at the
     // deadline, and its connection is let go at once (at the deadline the
@@ -68,8 +67,12 @@ pub fn send(
         if let Some(p) = pacer {
             p.wait(CHUNK);
         }
-        let mut at = 0;
-        while at < CHUNK {
+        if w.stage_zeros(CHUNK).is_err() {
+            break;
+        }
+        // The record goes out whole or the run ends: a record cut short is
+        // no data at the receiver, and counts at neither end.
+        loop {
             if cancel.is_cancelled() {
                 break 'run;
             }
@@ -82,19 +85,17 @@ pub fn send(
                 timeout = left.max(Duration::from_millis(1));
                 let _ = w.stream().set_write_timeout(Some(timeout));
             }
-            match w.send_some(&buf[at..]) {
-                Ok(0) => break 'run,
-                Ok(k) => {
-                    at += k;
-                    n += k as u64;
-                    tel.add(stream, k as u64);
-                }
+            match w.write_staged() {
+                Ok(0) => break,
+                Ok(_) => {}
                 Err(e) if stalled(&e) && Instant::now() < deadline => {}
                 Err(_) => break 'run,
             }
         }
+        n += CHUNK as u64;
+        tel.add(stream, CHUNK as u64);
     }
-    let _ = w.stream().shutdown(Shutdown::Write);
+    w.finish();
     if left {
         tel.release(stream);
     }
@@ -121,15 +122,15 @@ pub fn receive(
     let Conn { mut r, w: _w } = conn;
     let mut buf = vec![0u8; 256 * 1024];
     let mut n = 0;
+    // Only records that open count; the sender's end, a reset or a record
+    // cut short at its deadline all end the count.
     while !cancel.is_cancelled() && !over.is_cancelled() {
         match r.read_some(&mut buf) {
-            Ok(0) => break,
+            Ok(0) | Err(_) => break,
             Ok(k) => {
                 n += k as u64;
                 tel.add(stream, k as u64);
             }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => break,
         }
     }
     if cancel.is_cancelled() || over.is_cancelled() {

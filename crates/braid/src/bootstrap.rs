@@ -28,6 +28,8 @@ pub struct Ssh {
     pub remote_braid: String,
     /// How long the far end waits for this client before it gives up.
     pub wait: Duration,
+    /// The client asks for an unsealed session: the far end allows it.
+    pub allow_plain: bool,
 }
 
 /// The server's root and the path below it for a remote path (see the module doc).
@@ -67,7 +69,12 @@ pub fn serve_argv(ssh: &Ssh, login: &str, root: &str) -> Vec<String> {
         format!("--wait {}", ssh.wait.as_secs().max(1)),
         format!("--root {}", shell_quote(root)),
     ]
-    .join(" ");
+    .join(" ")
+        + if ssh.allow_plain {
+            " --allow-plain"
+        } else {
+            ""
+        };
     let mut argv = ssh.command.clone();
     argv.extend([login.to_owned(), "--".into(), remote]);
     argv
@@ -236,6 +243,7 @@ mod tests {
             command: vec!["ssh".into(), "-p".into(), "2222".into()],
             remote_braid: "/opt/braid dir/braid".into(),
             wait: Duration::from_secs(60),
+            allow_plain: false,
         };
         assert_eq!(
             serve_argv(&ssh, "ann@h", "/"),

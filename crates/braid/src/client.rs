@@ -22,7 +22,7 @@ use crate::pacer::Pacer;
 use crate::plan::{self, mode_name};
 use crate::proto::steer::Steer;
 use crate::receive::{claims::Claims, RecvOptions, RecvShared};
-use crate::session::{self, ManifestLimits, SocketOptions, Token};
+use crate::session::{self, Agreed, ManifestLimits, SocketOptions, Token};
 use crate::telemetry::{Output, Summary, Telemetry};
 
 /// Everything a client session needs.
@@ -42,6 +42,8 @@ pub struct Config {
     pub cancel: Cancel,
     /// Changes the streams and their controls while a send runs.
     pub steer: Option<SharedSteer>,
+    /// Asks for an unsealed session (a trusted link; the server must allow it).
+    pub plain: bool,
 }
 
 /// A steer a session borrows while it runs.
@@ -68,7 +70,7 @@ fn notes(output: Output) -> Notes {
 
 struct Opened {
     ctrl: Conn,
-    key: [u8; 32],
+    agreed: Agreed,
     addr: SocketAddr,
 }
 
@@ -80,8 +82,8 @@ fn open(cfg: &Config) -> Result<Opened> {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 let mut ctrl = Conn::new(s).map_err(|e| Error::io("cloning a socket", e))?;
-                let key = session::client_handshake(&mut ctrl, &cfg.token)?;
-                return Ok(Opened { ctrl, key, addr });
+                let agreed = session::client_handshake(&mut ctrl, &cfg.token, cfg.plain)?;
+                return Ok(Opened { ctrl, agreed, addr });
             }
             Err(e) => last = Some(e),
         }
@@ -142,7 +144,7 @@ fn controls(cfg: &Config, session: u64) -> Result<Sending> {
 fn dialer<'a>(
     cfg: &'a Config,
     addr: SocketAddr,
-    key: [u8; 32],
+    agreed: Agreed,
     session: u64,
     sending: Option<&'a Sending>,
 ) -> impl Fn(usize) -> Result<Conn> + Sync + 'a {
@@ -153,7 +155,7 @@ fn dialer<'a>(
         let control = control.as_ref().map(|(c, maps)| (c, *maps));
         let s = session::connect(addr, &cfg.sock, control)?;
         let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
-        session::attach(s, session, i as u16, n, &key)
+        session::attach(s, session, i as u16, n, &agreed)
     }
 }
 
@@ -207,7 +209,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     };
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
-    let dial = dialer(cfg, o.addr, o.key, session, sending.as_ref());
+    let dial = dialer(cfg, o.addr, o.agreed, session, sending.as_ref());
     let role = match &sending {
         Some(sending) => BenchRole::Send {
             sending,
@@ -231,6 +233,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let _ = sampler.join();
     summary.peer_bytes = Some(peer?);
     summary.windows_repaired = sending.as_ref().and_then(Sending::repaired_windows);
+    summary.sealed = o.agreed.suite.name();
     Ok(summary)
 }
 
@@ -256,8 +259,8 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let n = plan::initial_streams(&cfg.params);
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
-    let Opened { ctrl, key, addr } = o;
-    let dial = dialer(cfg, addr, key, session, Some(&sending));
+    let Opened { ctrl, agreed, addr } = o;
+    let dial = dialer(cfg, addr, agreed, session, Some(&sending));
     let mut steer = SessionSteer::new(cfg, session, true);
     let run = Run {
         tel: &tel,
@@ -282,6 +285,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     summary.files = files.iter().filter(|s| !s.entry.is_dir()).count();
     summary.requeued_blocks = sent.requeued;
     summary.windows_repaired = sending.repaired_windows();
+    summary.sealed = agreed.suite.name();
     Ok(summary)
 }
 
@@ -321,7 +325,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         .tell(RecvShared::new(local, &files, &opts, tel.clone()))?;
     engine::send_held(&mut o.ctrl, &shared)?;
     let sampler = tel.spawn_sampler(cfg.interval);
-    let dial = dialer(cfg, o.addr, o.key, session, None);
+    let dial = dialer(cfg, o.addr, o.agreed, session, None);
     let run = Run {
         tel: &tel,
         cancel: &cfg.cancel,
@@ -334,5 +338,6 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     let peer = res?;
     summary.peer_bytes = Some(peer);
     summary.files = files.iter().filter(|f| !f.is_dir()).count();
+    summary.sealed = o.agreed.suite.name();
     Ok(summary)
 }

@@ -1,9 +1,19 @@
 //! Frames over a TCP stream: the I/O half of braid-wire.
+//!
+//! A connection starts in the clear for its handshake (Hello to Welcome on a
+//! control connection, Attach on a data connection) and is then sealed
+//! ([`Conn::seal`]): from there on every byte either way travels in the
+//! records of `braid_wire::seal`, frames and block data alike, and a record
+//! that does not open ends the connection with [`Error::Tampered`] before
+//! anything it carried is used.
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use braid_wire::seal::{Keys, Opened, Opener, SealError, Sealer, DATA, DATA_AT, END, MAX_RECORD};
 use braid_wire::{decode, encode, Message, MAX_FRAME};
 
 use crate::error::{Error, Result};
@@ -14,15 +24,54 @@ pub struct Conn {
     pub w: FrameWriter,
 }
 
+/// When a session last heard from its peer, on any of its connections: an
+/// end that hears nothing for long gives the session up.
+#[derive(Debug)]
+pub struct Heard {
+    base: Instant,
+    /// Milliseconds after `base`.
+    at: AtomicU64,
+}
+
+impl Heard {
+    pub fn new() -> Arc<Heard> {
+        Arc::new(Heard {
+            base: Instant::now(),
+            at: AtomicU64::new(0),
+        })
+    }
+
+    fn touch(&self) {
+        let ms = self.base.elapsed().as_millis() as u64;
+        self.at.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// How long since the peer was last heard.
+    pub fn silent_for(&self) -> Duration {
+        let at = Duration::from_millis(self.at.load(Ordering::Relaxed));
+        self.base.elapsed().saturating_sub(at)
+    }
+}
+
 /// The receiving half of a connection.
 pub struct FrameReader {
     reader: BufReader<TcpStream>,
+    /// `None` while the handshake's frames cross in the clear.
+    open: Option<Opener>,
+    /// The last record's body, opened in place; its unread data is `rec[at..end]`.
+    rec: Vec<u8>,
+    at: usize,
+    end: usize,
+    /// The peer's sealed end arrived: a clean end of the stream.
+    ended: bool,
     frame: Vec<u8>,
     pub peer: String,
-    /// The largest frame accepted: small until the peer has authenticated.
+    /// The largest frame accepted: small until the peer has authenticated,
+    /// and on data connections, which carry only small frames besides data.
     limit: u32,
     /// Reads fail once this passes (the whole handshake, not each read).
     deadline: Option<Instant>,
+    heard: Option<Arc<Heard>>,
 }
 
 /// A frame buffer grows by at most this much ahead of the bytes that came:
@@ -32,8 +81,25 @@ const GROW: usize = 1 << 20;
 /// The sending half of a connection.
 pub struct FrameWriter {
     writer: TcpStream,
+    /// `None` while the handshake's frames cross in the clear.
+    seal: Option<Sealer>,
+    /// The record being filled: its data goes at `rec[DATA_AT..]`.
+    rec: Vec<u8>,
+    /// Data bytes in `rec` so far.
+    fill: usize,
+    /// A sealed record not wholly written yet (a bench's write that timed
+    /// out): `rec[staged.0..staged.1]`.
+    staged: (usize, usize),
     out: Vec<u8>,
     pub peer: String,
+}
+
+/// Why reading the plaintext stream stopped.
+enum Fault {
+    Io(io::Error),
+    Seal(SealError),
+    /// The stream ended inside a record, or without the peer's sealed end.
+    Cut(&'static str),
 }
 
 impl Conn {
@@ -46,17 +112,34 @@ impl Conn {
         Ok(Conn {
             r: FrameReader {
                 reader: BufReader::with_capacity(256 * 1024, stream),
+                open: None,
+                rec: Vec::new(),
+                at: 0,
+                end: 0,
+                ended: false,
                 frame: Vec::new(),
                 peer: peer.clone(),
                 limit: MAX_FRAME,
                 deadline: None,
+                heard: None,
             },
             w: FrameWriter {
                 writer,
+                seal: None,
+                rec: Vec::new(),
+                fill: 0,
+                staged: (0, 0),
                 out: Vec::new(),
                 peer,
             },
         })
+    }
+
+    /// From now on everything either way is sealed with `keys`.
+    pub fn seal(&mut self, keys: Keys) {
+        self.r.open = Some(keys.recv);
+        self.w.seal = Some(keys.send);
+        self.w.rec = vec![0; MAX_RECORD];
     }
 
     pub fn stream(&self) -> &TcpStream {
@@ -111,86 +194,143 @@ impl FrameWriter {
         &self.writer
     }
 
-    pub fn send(&mut self, m: &Message) -> Result<()> {
-        self.out.clear();
-        encode(m, &mut self.out);
-        self.writer
-            .write_all(&self.out)
-            .map_err(|e| Error::connect(format!("sending to {}", self.peer), e))
+    fn fail(&self, e: io::Error) -> Error {
+        Error::connect(format!("sending to {}", self.peer), e)
     }
 
-    /// Sends a frame and then `len` bytes of `file` at `offset` straight
-    /// from the page cache (sendfile): the bytes are not copied through user
-    /// space, and on a link with scatter-gather not copied at all. The caller
-    /// read them once already for the block's checksum and hash; should the
-    /// file change in between, the receiver's CRC check catches it.
-    pub fn send_file_block(
-        &mut self,
-        m: &Message,
-        file: &std::fs::File,
-        offset: u64,
-        len: usize,
-    ) -> Result<()> {
-        use std::os::fd::AsRawFd;
-        self.out.clear();
-        encode(m, &mut self.out);
-        let sock = self.writer.as_raw_fd();
-        let fail = |peer: &str, e: io::Error| Error::connect(format!("sending to {peer}"), e);
-        let mut at = 0;
-        while at < self.out.len() {
-            // MSG_MORE: the header and the data behind it share segments.
-            // SAFETY: a valid buffer range and an fd we hold.
-            let k = unsafe {
-                libc::send(
-                    sock,
-                    self.out[at..].as_ptr().cast(),
-                    self.out.len() - at,
-                    libc::MSG_MORE | libc::MSG_NOSIGNAL,
-                )
-            };
-            match k {
-                k if k >= 0 => at += k as usize,
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(fail(&self.peer, e));
-                    }
-                }
-            }
+    pub fn send(&mut self, m: &Message) -> Result<()> {
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        encode(m, &mut out);
+        let sent = if self.seal.is_some() {
+            self.put(&out).and_then(|_| self.flush())
+        } else {
+            self.writer.write_all(&out).map_err(|e| self.fail(e))
+        };
+        self.out = out;
+        sent
+    }
+
+    /// Sends bytes already encoded as frames, as they are (a hand-made
+    /// frame, say), sealed as any frame is.
+    pub fn send_encoded(&mut self, frames: &[u8]) -> Result<()> {
+        if self.seal.is_none() {
+            return self.writer.write_all(frames).map_err(|e| self.fail(e));
         }
-        let mut off = offset as libc::off_t;
-        let end = offset + len as u64;
-        while (off as u64) < end {
-            let want = (end - off as u64) as usize;
-            // SAFETY: both fds are ours; the kernel advances `off`.
-            let k = unsafe { libc::sendfile(sock, file.as_raw_fd(), &mut off, want) };
-            match k {
-                0 => {
-                    return Err(fail(
-                        &self.peer,
-                        io::Error::new(io::ErrorKind::UnexpectedEof, "the source file shrank"),
-                    ))
-                }
-                k if k > 0 => {}
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(fail(&self.peer, e));
-                    }
-                }
+        self.put(frames)?;
+        self.flush()
+    }
+
+    /// Appends plaintext to the record being filled, sealing and writing
+    /// each one that fills up.
+    fn put(&mut self, mut bytes: &[u8]) -> Result<()> {
+        while !bytes.is_empty() {
+            let k = bytes.len().min(braid_wire::seal::MAX_DATA - self.fill);
+            let at = DATA_AT + self.fill;
+            self.rec[at..at + k].copy_from_slice(&bytes[..k]);
+            self.fill += k;
+            bytes = &bytes[k..];
+            if self.fill == braid_wire::seal::MAX_DATA {
+                self.flush()?;
             }
         }
         Ok(())
     }
 
-    /// Raw bytes (bench data).
-    pub fn send_raw(&mut self, data: &[u8]) -> io::Result<()> {
-        self.writer.write_all(data)
+    /// Seals what the record holds as one of kind `kind`, and stages it.
+    fn seal_record(&mut self, kind: u8) -> Result<()> {
+        let sealer = self
+            .seal
+            .as_mut()
+            .expect("data frames cross only once the connection is sealed");
+        let n = sealer
+            .seal(&mut self.rec, kind, self.fill)
+            .map_err(|e| Error::Protocol(format!("sealing for {}: {e}", self.peer)))?;
+        self.fill = 0;
+        self.staged = (0, n);
+        Ok(())
     }
 
-    /// One write of raw bytes: how many went, which may be fewer than asked.
-    pub fn send_some(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.writer.write(data)
+    /// Seals and writes whatever the record holds.
+    fn flush(&mut self) -> Result<()> {
+        if self.fill == 0 {
+            return Ok(());
+        }
+        self.seal_record(DATA)?;
+        let (a, b) = std::mem::take(&mut self.staged);
+        self.writer
+            .write_all(&self.rec[a..b])
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Sends a frame and then `len` bytes of data, each piece of which
+    /// `fill(piece, at)` writes straight into the record that carries it
+    /// (`at` counts from the data's start): no copy of a block, and no buffer
+    /// of a block's size. An error of `fill`'s is returned as it is (inner);
+    /// the connection is then mid-frame and must be given up.
+    pub fn send_block<E>(
+        &mut self,
+        header: &Message,
+        len: usize,
+        mut fill: impl FnMut(&mut [u8], u64) -> std::result::Result<(), E>,
+    ) -> Result<std::result::Result<(), E>> {
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        encode(header, &mut out);
+        let put = self.put(&out);
+        self.out = out;
+        put?;
+        let mut done = 0;
+        while done < len {
+            let k = (len - done).min(braid_wire::seal::MAX_DATA - self.fill);
+            let at = DATA_AT + self.fill;
+            if let Err(e) = fill(&mut self.rec[at..at + k], done as u64) {
+                return Ok(Err(e));
+            }
+            self.fill += k;
+            done += k;
+            if self.fill == braid_wire::seal::MAX_DATA {
+                self.flush()?;
+            }
+        }
+        self.flush()?;
+        Ok(Ok(()))
+    }
+
+    /// Seals a record of `n` zero bytes (a bench's data) for
+    /// [`FrameWriter::write_staged`] to write.
+    pub fn stage_zeros(&mut self, n: usize) -> Result<()> {
+        debug_assert_eq!(self.staged.0, self.staged.1, "the last record is written");
+        let n = n.min(braid_wire::seal::MAX_DATA);
+        self.rec[DATA_AT..DATA_AT + n].fill(0);
+        self.fill = n;
+        self.seal_record(DATA)
+    }
+
+    /// One write of the staged record's rest: the bytes of it still to go,
+    /// which is 0 once it is wholly written. A timeout leaves the rest staged.
+    pub fn write_staged(&mut self) -> io::Result<usize> {
+        let (a, b) = self.staged;
+        if a < b {
+            let k = self.writer.write(&self.rec[a..b])?;
+            if k == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.staged.0 += k;
+        }
+        Ok(self.staged.1 - self.staged.0)
+    }
+
+    /// The clean end of this direction: the sealed end, so the peer can tell
+    /// it from a connection cut short, then a half close. Behind a record cut
+    /// short (a bench's last write) no end can follow: only the half close.
+    pub fn finish(&mut self) {
+        let whole = self.staged.0 == self.staged.1;
+        if whole && self.seal.is_some() && self.seal_record(END).is_ok() {
+            let (a, b) = std::mem::take(&mut self.staged);
+            let _ = self.writer.write_all(&self.rec[a..b]);
+        }
+        let _ = self.writer.shutdown(std::net::Shutdown::Write);
     }
 
     /// Tells the peer why we stop; best effort, the connection may be gone.
@@ -205,20 +345,21 @@ impl FrameReader {
         self.reader.get_ref()
     }
 
-    /// Bytes read from the socket and not yet taken.
+    /// Plaintext received and not yet taken, and bytes read from the socket
+    /// and not yet opened.
     pub fn buffered(&self) -> usize {
-        self.reader.buffer().len()
+        (self.end - self.at) + self.reader.buffer().len()
     }
 
     /// Whether a message has begun to arrive within `timeout`.
     pub fn wait_readable(&self, timeout: Duration) -> bool {
-        !self.reader.buffer().is_empty() || readable(self.reader.get_ref(), timeout)
+        self.buffered() > 0 || readable(self.reader.get_ref(), timeout)
     }
 
     /// As [`FrameReader::wait_readable`], and returns early (false) when
     /// `bell` rings.
     pub fn wait_readable_or(&self, bell: &Bell, timeout: Duration) -> bool {
-        !self.reader.buffer().is_empty() || readable_or(self.reader.get_ref(), bell, timeout)
+        self.buffered() > 0 || readable_or(self.reader.get_ref(), bell, timeout)
     }
 
     /// Frames above `limit` bytes are refused before any is read; an
@@ -236,8 +377,14 @@ impl FrameReader {
         }
     }
 
-    /// One read, bounded by the deadline if there is one.
-    fn read_some_timed(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Every record that opens (every frame, before sealing) counts as the
+    /// peer heard from, in `heard`.
+    pub fn set_heard(&mut self, heard: Arc<Heard>) {
+        self.heard = Some(heard);
+    }
+
+    /// One read of raw bytes, bounded by the deadline if there is one.
+    fn read_raw(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(d) = self.deadline {
             let left = d.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -248,11 +395,11 @@ impl FrameReader {
         self.reader.read(buf)
     }
 
-    /// Fills `buf` unless the stream ends first; returns how much came.
-    fn fill(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Fills `buf` with raw bytes unless the stream ends first; returns how much came.
+    fn fill_raw(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut at = 0;
         while at < buf.len() {
-            match self.read_some_timed(&mut buf[at..]) {
+            match self.read_raw(&mut buf[at..]) {
                 Ok(0) => break,
                 Ok(n) => at += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -262,32 +409,138 @@ impl FrameReader {
         Ok(at)
     }
 
-    fn read_error(&self, e: io::Error) -> Error {
-        match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::connect(
-                format!("waiting for {}", self.peer),
-                io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "nothing arrived within the time allowed",
-                ),
-            ),
-            _ => Error::connect(format!("receiving from {}", self.peer), e),
+    /// Reads and opens the next record; false at the peer's sealed end.
+    fn next_record(&mut self) -> std::result::Result<bool, Fault> {
+        let mut header = [0u8; 4];
+        match self.fill_raw(&mut header).map_err(Fault::Io)? {
+            0 => return Err(Fault::Cut("the connection ended without its sealed end")),
+            4 => {}
+            _ => return Err(Fault::Cut("the connection ended inside a record")),
+        }
+        let open = self.open.as_ref().expect("called once sealed");
+        let len = open.body_len(header).map_err(Fault::Seal)?;
+        let mut rec = std::mem::take(&mut self.rec);
+        rec.resize(len, 0);
+        let got = self.fill_raw(&mut rec);
+        let opened = match got {
+            Ok(k) if k == len => {
+                let open = self.open.as_mut().expect("called once sealed");
+                open.open(header, &mut rec).map_err(Fault::Seal)
+            }
+            Ok(_) => Err(Fault::Cut("the connection ended inside a record")),
+            Err(e) => Err(Fault::Io(e)),
+        };
+        self.rec = rec;
+        match opened? {
+            Opened::Data(r) => {
+                (self.at, self.end) = (r.start, r.end);
+                if let Some(h) = &self.heard {
+                    h.touch();
+                }
+                Ok(true)
+            }
+            Opened::End => {
+                self.ended = true;
+                Ok(false)
+            }
         }
     }
 
-    /// The next message; a clean end of stream is `Ok(None)`.
+    /// Makes sure some plaintext is at hand: false at the clean end.
+    fn more(&mut self) -> std::result::Result<bool, Fault> {
+        while self.at == self.end {
+            if self.ended || !self.next_record()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Up to `buf.len()` bytes of plaintext: 0 only at the clean end.
+    fn read_plain(&mut self, buf: &mut [u8]) -> std::result::Result<usize, Fault> {
+        if self.open.is_none() {
+            let n = loop {
+                match self.read_raw(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    r => break r.map_err(Fault::Io)?,
+                }
+            };
+            if let (Some(h), true) = (&self.heard, n > 0) {
+                h.touch();
+            }
+            return Ok(n);
+        }
+        if !self.more()? {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.end - self.at);
+        buf[..n].copy_from_slice(&self.rec[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+
+    /// Fills `buf` with plaintext unless the stream ends first; returns how much came.
+    fn fill(&mut self, buf: &mut [u8]) -> std::result::Result<usize, Fault> {
+        let mut at = 0;
+        while at < buf.len() {
+            match self.read_plain(&mut buf[at..]) {
+                Ok(0) => break,
+                Ok(n) => at += n,
+                Err(Fault::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(at)
+    }
+
+    fn error(&self, f: Fault) -> Error {
+        match f {
+            Fault::Io(e) => match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::connect(
+                    format!("waiting for {}", self.peer),
+                    io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "nothing arrived within the time allowed",
+                    ),
+                ),
+                _ => Error::connect(format!("receiving from {}", self.peer), e),
+            },
+            Fault::Seal(e) => Error::Tampered(format!("from {}: {e}", self.peer)),
+            Fault::Cut(why) => Error::connect(
+                format!("receiving from {}", self.peer),
+                io::Error::new(io::ErrorKind::UnexpectedEof, why),
+            ),
+        }
+    }
+
+    /// The stream ended inside a frame: in the handshake a peer that does not
+    /// speak the protocol; once sealed, a connection cut short (lost, as a
+    /// dropped one is).
+    fn cut_frame(&self) -> Error {
+        if self.open.is_none() {
+            return Error::Protocol(format!(
+                "{} closed the connection inside a frame",
+                self.peer
+            ));
+        }
+        Error::connect(
+            format!("receiving from {}", self.peer),
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the connection ended inside a frame, without its sealed end",
+            ),
+        )
+    }
+
+    /// The next message; a clean end of stream (the peer's sealed end, once
+    /// sealed) is `Ok(None)`.
     pub fn recv_opt(&mut self) -> Result<Option<Message>> {
         let mut len = [0u8; 4];
         match self.fill(&mut len) {
             Ok(0) => return Ok(None),
             Ok(4) => {}
-            Ok(_) => {
-                return Err(Error::Protocol(format!(
-                    "{} closed the connection inside a frame",
-                    self.peer
-                )))
-            }
-            Err(e) => return Err(self.read_error(e)),
+            Ok(_) => return Err(self.cut_frame()),
+            Err(e) => return Err(self.error(e)),
         }
         let n = u32::from_be_bytes(len);
         if n == 0 || n > MAX_FRAME {
@@ -306,29 +559,36 @@ impl FrameReader {
         let mut frame = std::mem::take(&mut self.frame);
         frame.clear();
         frame.extend_from_slice(&len);
+        let mut failed = None;
         while frame.len() < total {
             let at = frame.len();
             frame.resize(at + (total - at).min(GROW), 0);
             match self.fill(&mut frame[at..]) {
                 Ok(k) if at + k == frame.len() => {}
                 Ok(_) => {
-                    return Err(Error::Protocol(format!(
-                        "{} closed the connection inside a frame",
-                        self.peer
-                    )))
+                    failed = Some(self.cut_frame());
+                    break;
                 }
-                Err(e) => return Err(self.read_error(e)),
+                Err(e) => {
+                    failed = Some(self.error(e));
+                    break;
+                }
             }
         }
-        let decoded = decode(&frame);
+        let decoded = if failed.is_none() {
+            Some(decode(&frame))
+        } else {
+            None
+        };
         if frame.capacity() > 4 * GROW {
             frame = Vec::new();
         }
         self.frame = frame;
-        match decoded {
-            Ok(Some((m, _))) => Ok(Some(m)),
-            Ok(None) => unreachable!("a whole frame was read"),
-            Err(e) => Err(Error::Protocol(format!("from {}: {e}", self.peer))),
+        match (failed, decoded) {
+            (Some(e), _) => Err(e),
+            (None, Some(Ok(Some((m, _))))) => Ok(Some(m)),
+            (None, Some(Ok(None))) | (None, None) => unreachable!("a whole frame was read"),
+            (None, Some(Err(e))) => Err(Error::Protocol(format!("from {}: {e}", self.peer))),
         }
     }
 
@@ -345,16 +605,24 @@ impl FrameReader {
         }
     }
 
-    /// The raw bytes that follow a block header.
-    pub fn read_data(&mut self, buf: &mut [u8]) -> Result<()> {
-        self.reader
-            .read_exact(buf)
-            .map_err(|e| Error::connect(format!("receiving data from {}", self.peer), e))
+    /// The next at most `max` bytes of the data that follows a block header,
+    /// where they were opened: no copy. The stream ending first is an error.
+    pub fn data(&mut self, max: usize) -> Result<&[u8]> {
+        match self.more() {
+            Ok(true) => {}
+            Ok(false) => return Err(self.cut_frame()),
+            Err(e) => return Err(self.error(e)),
+        }
+        let n = max.min(self.end - self.at);
+        let piece = &self.rec[self.at..self.at + n];
+        self.at += n;
+        Ok(piece)
     }
 
-    /// Reads up to `buf.len()` raw bytes; 0 at the end of the stream.
-    pub fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.reader.read(buf)
+    /// Reads up to `buf.len()` bytes of plaintext (a bench's data); 0 at the
+    /// clean end.
+    pub fn read_some(&mut self, buf: &mut [u8]) -> Result<usize> {
+        self.read_plain(buf).map_err(|e| self.error(e))
     }
 }
 
@@ -448,57 +716,120 @@ pub fn reset(stream: &TcpStream) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use braid_wire::seal::{Channel, Suite};
     use std::net::TcpListener;
 
-    #[test]
-    fn frames_and_raw_data_cross_a_socket() {
+    /// Both ends of a loopback connection, sealed with `suite` (client first).
+    fn sealed_pair(suite: Suite) -> (Conn, Conn) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let mut f = tempfile::tempfile().unwrap();
-        let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
-        f.write_all(&data).unwrap();
-        let t = std::thread::spawn(move || {
-            let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
-            let block = Message::Block {
-                file: 1,
-                offset: 1000,
-                len: 50_000,
-                checksum: 9,
+        let near = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let mut c = Conn::new(near).unwrap();
+        let mut s = Conn::new(l.accept().unwrap().0).unwrap();
+        let ch = Channel::Data {
+            stream: 0,
+            counter: 1,
+        };
+        c.seal(Keys::new(&[3; 32], suite, ch, true));
+        s.seal(Keys::new(&[3; 32], suite, ch, false));
+        (c, s)
+    }
+
+    #[test]
+    fn frames_and_block_data_cross_sealed_and_the_end_is_told_from_a_cut() {
+        for suite in [Suite::Aes256Gcm, Suite::ChaCha20Poly1305, Suite::Plain] {
+            let (mut c, mut s) = sealed_pair(suite);
+            let data: Vec<u8> = (0..1_000_000u32).map(|i| (i * 7) as u8).collect();
+            let sent = data.clone();
+            let t = std::thread::spawn(move || {
+                let block = Message::Block {
+                    file: 1,
+                    offset: 1000,
+                    len: sent.len() as u32,
+                };
+                let r = c.w.send_block(&block, sent.len(), |piece, at| {
+                    piece.copy_from_slice(&sent[at as usize..at as usize + piece.len()]);
+                    Ok::<(), ()>(())
+                });
+                assert!(matches!(r, Ok(Ok(()))));
+                c.send(&Message::Error {
+                    code: 404,
+                    message: "nope".into(),
+                })
+                .unwrap();
+                c.w.finish();
+                c
+            });
+            let Message::Block { len, offset, .. } = s.recv().unwrap() else {
+                panic!("not a block")
             };
-            c.w.send_file_block(&block, &f, 1000, 50_000).unwrap();
-            // Past the end: the file is shorter than the block the sender planned.
-            let e = c.w.send_file_block(&block, &f, 90_000, 50_000).unwrap_err();
-            assert!(e.to_string().contains("the source file shrank"), "{e}");
-            c.send(&Message::Error {
-                code: 404,
-                message: "nope".into(),
-            })
-            .unwrap();
-        });
-        let mut c = Conn::new(l.accept().unwrap().0).unwrap();
-        let Message::Block { len, offset, .. } = c.recv().unwrap() else {
-            panic!("not a block")
-        };
-        let mut buf = vec![0; len as usize];
-        c.r.read_data(&mut buf).unwrap();
-        assert_eq!(offset, 1000);
-        assert!(buf.iter().enumerate().all(|(i, b)| *b == (i + 1000) as u8));
-        // The short block's header and the 10 000 bytes the file still had.
-        let Message::Block { .. } = c.recv().unwrap() else {
-            panic!("not a block")
-        };
-        let mut rest = vec![0; 10_000];
-        c.r.read_data(&mut rest).unwrap();
-        assert!(rest
-            .iter()
-            .enumerate()
-            .all(|(i, b)| *b == (i + 90_000) as u8));
-        match c.recv() {
-            Err(Error::Remote { code: 404, message }) => assert_eq!(message, "nope"),
-            other => panic!("{other:?}"),
+            assert_eq!(offset, 1000);
+            let mut got = Vec::new();
+            while got.len() < len as usize {
+                let piece = s.r.data(len as usize - got.len()).unwrap();
+                assert!(piece.len() <= braid_wire::seal::MAX_DATA);
+                got.extend_from_slice(piece);
+            }
+            assert!(got == data, "{suite:?}");
+            match s.recv() {
+                Err(Error::Remote { code: 404, message }) => assert_eq!(message, "nope"),
+                other => panic!("{other:?}"),
+            }
+            assert!(
+                s.recv_opt().unwrap().is_none(),
+                "the sealed end is a clean end"
+            );
+            drop(t.join().unwrap());
+
+            // Cut short: the same stream without its sealed end is not a clean end.
+            let (mut c, mut s) = sealed_pair(suite);
+            c.send(&Message::Detach { stream: 1 }).unwrap();
+            drop(c);
+            assert_eq!(s.recv().unwrap(), Message::Detach { stream: 1 });
+            let e = s.recv_opt().unwrap_err();
+            assert!(e.to_string().contains("without its sealed end"), "{e}");
         }
-        t.join().unwrap();
-        assert!(c.recv_opt().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_changed_byte_is_tampering_and_nothing_of_its_record_is_used() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let mut s = Conn::new(l.accept().unwrap().0).unwrap();
+        let ch = Channel::Control;
+        s.seal(Keys::new(&[3; 32], Suite::Aes256Gcm, ch, false));
+        // A record sealed as the client would, with one bit of its data flipped.
+        let mut sealer = Keys::new(&[3; 32], Suite::Aes256Gcm, ch, true).send;
+        let mut frame = Vec::new();
+        encode(&Message::Progress { bytes: 5 }, &mut frame);
+        let mut rec = vec![0u8; MAX_RECORD];
+        rec[DATA_AT..DATA_AT + frame.len()].copy_from_slice(&frame);
+        let n = sealer.seal(&mut rec, DATA, frame.len()).unwrap();
+        rec[DATA_AT + 3] ^= 1;
+        raw.write_all(&rec[..n]).unwrap();
+        let e = s.recv().unwrap_err();
+        assert!(matches!(e, Error::Tampered(_)), "{e}");
+        assert_eq!(e.exit_code(), crate::error::exit::VERIFY);
+    }
+
+    #[test]
+    fn a_stalled_bench_record_is_written_in_pieces_and_counts_once_whole() {
+        let (mut c, mut s) = sealed_pair(Suite::ChaCha20Poly1305);
+        c.w.stage_zeros(100_000).unwrap();
+        let mut left = usize::MAX;
+        while left > 0 {
+            left = c.w.write_staged().unwrap();
+        }
+        c.w.finish();
+        let mut buf = vec![1u8; 300_000];
+        let mut n = 0;
+        loop {
+            match s.r.read_some(&mut buf[n..]).unwrap() {
+                0 => break,
+                k => n += k,
+            }
+        }
+        assert_eq!(n, 100_000);
+        assert!(buf[..n].iter().all(|b| *b == 0));
     }
 
     #[test]
@@ -554,5 +885,19 @@ mod tests {
         let e = c.recv().unwrap_err();
         assert!(matches!(e, Error::Protocol(_)), "{e}");
         t.join().unwrap();
+        // Sealed, a record longer than any is refused before it is read.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let mut s2 = Conn::new(l.accept().unwrap().0).unwrap();
+        s2.seal(Keys::new(
+            &[3; 32],
+            Suite::Aes256Gcm,
+            Channel::Control,
+            false,
+        ));
+        raw.write_all(&[0x7f, 0xff, 0xff, 0xff]).unwrap();
+        let e = s2.recv().unwrap_err();
+        assert!(matches!(e, Error::Tampered(_)), "{e}");
+        assert!(s2.r.rec.capacity() == 0, "nothing allocated for the record");
     }
 }

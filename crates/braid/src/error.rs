@@ -40,6 +40,11 @@ pub enum Error {
     /// A checksum or whole-file hash did not match.
     #[error("verification failed: {0}")]
     Verify(String),
+    /// A sealed record did not open: someone on the path changed, dropped,
+    /// repeated, reordered or forged what a connection carried. Nothing it
+    /// carried is used.
+    #[error("the connection was tampered with: {0}; nothing it carried was used")]
+    Tampered(String),
     /// SIGINT or SIGTERM: the session stopped, with what arrived journaled for --resume.
     #[error("interrupted; a transfer keeps what arrived for --resume")]
     Interrupted,
@@ -113,7 +118,7 @@ impl Error {
                 _ => exit::REMOTE,
             },
             Error::Refused { .. } => exit::REFUSED,
-            Error::Verify(_) => exit::VERIFY,
+            Error::Verify(_) | Error::Tampered(_) => exit::VERIFY,
             Error::Interrupted => exit::INTERRUPTED,
         }
     }
@@ -124,7 +129,7 @@ impl Error {
         let c = match self {
             Error::Usage(_) | Error::Protocol(_) => Code::BadRequest,
             Error::Auth(_) => Code::Auth,
-            Error::Verify(_) => Code::Verify,
+            Error::Verify(_) | Error::Tampered(_) => Code::Verify,
             Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
                 Code::NoSpace
             }

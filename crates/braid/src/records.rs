@@ -1,6 +1,6 @@
 //! Every JSON line braid prints, as typed and versioned records: the one
 //! contract between braid and its laboratory. Each line is an object
-//! `{"type": T, "version": 1, ...}` whose `type` names one record across all
+//! `{"type": T, "version": 2, ...}` whose `type` names one record across all
 //! of braid's commands:
 //!
 //! | type | printed by | when |
@@ -31,7 +31,7 @@ use serde::Serialize;
 
 pub use crate::telemetry::{StreamSummary, Summary};
 
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A record: its fields, and the `type` it is printed with.
 pub trait Record: Serialize {
@@ -388,6 +388,7 @@ mod tests {
                 files: 1,
                 requeued_blocks: 0,
                 windows_repaired: Some(0),
+                sealed: "aes-256-gcm",
                 streams: vec![stream],
             }),
             line(&Source {

@@ -14,14 +14,15 @@ use std::thread;
 
 use braid_wire::Message;
 
-use crate::conn::Conn;
+use crate::conn::{Conn, FrameWriter};
 use crate::error::Result;
 use crate::manifest::Source;
 use crate::pacer::Pacer;
 use crate::proto::sender::{Action, Next, SenderCore};
 use crate::ranges::RangeSet;
+use crate::sched::BlockRef;
 use crate::telemetry::Telemetry;
-use crate::treehash::{self, BlockTree};
+use crate::treehash::{self, BlockHasher, BlockTree};
 
 /// What the sending session's driver hears about, besides the core's actions.
 #[derive(Debug)]
@@ -222,7 +223,6 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
             }
         })
     };
-    let mut buf = vec![0u8; shared.block_size as usize];
     let finished = loop {
         match shared.next(stream, gen) {
             Next::Stop => break false,
@@ -234,58 +234,74 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
                     })
                     .is_ok()
             }
-            Next::Block(b) => {
-                let data = &mut buf[..b.len as usize];
-                let file = shared.file(b.file).and_then(|file| {
-                    file.read_exact_at(data, b.offset)
-                        .map(|_| file)
-                        .map_err(|e| {
-                            format!(
-                                "reading {} at {}: {e}",
-                                shared.sources[b.file as usize].local.display(),
-                                b.offset
-                            )
-                        })
-                });
-                let file = match file {
-                    Ok(f) => f,
-                    Err(why) => {
-                        let _ = shared.events.send(Event::SourceFailed(b.file, why));
-                        break false;
-                    }
-                };
-                let size = shared.sizes[b.file as usize];
-                if let Some(i) =
-                    treehash::block_index(size, shared.block_size, b.offset, b.len as u64)
-                {
-                    let value = treehash::hash_block(data, b.offset, size);
-                    shared.trees[b.file as usize].lock().unwrap().set(i, value);
+            Next::Block(b) => match send_block(&mut w, &shared, b) {
+                Ok(()) => shared.tel.add(stream, b.len as u64),
+                Err(Failed::Source(why)) => {
+                    let _ = shared.events.send(Event::SourceFailed(b.file, why));
+                    break false;
                 }
-                if let Some(p) = &shared.pacer {
-                    p.wait(data.len());
-                }
-                let header = Message::Block {
-                    file: b.file,
-                    offset: b.offset,
-                    len: b.len,
-                    checksum: crc32c::crc32c(data),
-                };
-                if let Err(e) = w.send_file_block(&header, &file, b.offset, data.len()) {
+                Err(Failed::Conn(e)) => {
                     shared.lost(stream, gen, e.to_string());
                     break false;
                 }
-                shared.tel.add(stream, b.len as u64);
-            }
+            },
         }
     };
     if finished {
         // The receiver closes after Detach; the reader sees that end.
-        let _ = w.stream().shutdown(Shutdown::Write);
+        w.finish();
     } else {
         let _ = w.stream().shutdown(Shutdown::Both);
     }
     let _ = acks.join();
     finished
+}
+
+/// Why a block did not go out.
+enum Failed {
+    /// Its source could not be read: the session fails.
+    Source(String),
+    /// The connection failed: the block goes to another stream.
+    Conn(crate::error::Error),
+}
+
+/// Sends block `b`: read from its file piece by piece straight into the
+/// records that carry it, each piece hashed into the block's value on the
+/// way, so the bytes hashed are the bytes sent.
+fn send_block(w: &mut FrameWriter, shared: &SendShared, b: BlockRef) -> Result<(), Failed> {
+    let file = shared.file(b.file).map_err(Failed::Source)?;
+    let size = shared.sizes[b.file as usize];
+    let mut value = treehash::block_index(size, shared.block_size, b.offset, b.len as u64)
+        .map(|i| (i, BlockHasher::new(b.offset, b.len as u64, size)));
+    if let Some(p) = &shared.pacer {
+        p.wait(b.len as usize);
+    }
+    let header = Message::Block {
+        file: b.file,
+        offset: b.offset,
+        len: b.len,
+    };
+    let sent = w.send_block(&header, b.len as usize, |piece, at| {
+        file.read_exact_at(piece, b.offset + at).map_err(|e| {
+            format!(
+                "reading {} at {}: {e}",
+                shared.sources[b.file as usize].local.display(),
+                b.offset + at
+            )
+        })?;
+        if let Some((_, h)) = &mut value {
+            h.update(piece);
+        }
+        Ok(())
+    });
+    sent.map_err(Failed::Conn)?.map_err(Failed::Source)?;
+    if let Some((i, h)) = value {
+        shared.trees[b.file as usize]
+            .lock()
+            .unwrap()
+            .set(i, h.finish());
+    }
+    Ok(())
 }
 
 /// Completes the hash of each file whose index arrives on the returned

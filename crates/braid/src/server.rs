@@ -12,6 +12,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use braid_wire::seal::Channel;
 use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_RESUME};
 
 use crate::cancel::Cancel;
@@ -41,6 +42,9 @@ pub struct Config {
     /// With `once`: give up if no client has connected within this long.
     pub wait: Option<Duration>,
     pub limit_bps: Option<u64>,
+    /// Consents to unsealed sessions for clients that ask (`--plain`), on a
+    /// link both ends trust; never the default.
+    pub allow_plain: bool,
     pub limits: Limits,
     /// Stops the server and every session it runs.
     pub cancel: Cancel,
@@ -88,8 +92,13 @@ const FDS_PER_CONNECTION: usize = 3;
 const FDS_KEPT: usize = 256;
 
 struct Entry {
-    key: [u8; 32],
-    streams: engine::Door,
+    agreed: session::Agreed,
+    /// Streams that may attach: a sending server runs the count the client
+    /// asked for (only a dialling end adds streams), a receiving one takes
+    /// streams that join up to the engine's limit. An attach at or past it is
+    /// refused before it is accepted.
+    streams: usize,
+    door: engine::Door,
     /// The highest attach counter seen per stream: a lower or equal one is a replay.
     counters: HashMap<u16, u64>,
 }
@@ -349,31 +358,42 @@ fn handle(stream: TcpStream, id: u64, shared: &Shared) -> Option<Result<()>> {
                 match registry.get_mut(&session) {
                     Some(e)
                         if auth::verify(
-                            &auth::attach_proof(&e.key, session, stream, counter),
+                            &auth::attach_proof(&e.agreed.key, session, stream, counter),
                             &mac,
                         ) =>
                     {
                         let last = e.counters.entry(stream).or_insert(0);
-                        if counter > *last {
-                            *last = counter;
-                            Ok(e.streams.clone())
+                        if counter <= *last {
+                            Err(Error::Auth(
+                                "an attach that was used already (a replay)".into(),
+                            ))
+                        } else if stream as usize >= e.streams {
+                            Err(Error::refused(
+                                Code::BadRequest,
+                                format!("stream {stream}: the session has {} streams", e.streams),
+                            ))
                         } else {
-                            Err("an attach that was used already (a replay)")
+                            *last = counter;
+                            Ok((e.door.clone(), e.agreed))
                         }
                     }
-                    _ => Err("no such session, or a wrong session key"),
+                    _ => Err(Error::Auth(
+                        "no such session, or a wrong session key".into(),
+                    )),
                 }
             };
             match accepted {
-                Ok(tx) => {
+                Ok((door, agreed)) => {
                     shared.settled(id);
-                    conn.r.set_limit(braid_wire::MAX_FRAME);
+                    conn.r.set_limit(session::DATA_FRAME);
                     conn.r.set_deadline(None);
-                    tx.admit(stream, conn, |c| {
+                    let channel = Channel::Data { stream, counter };
+                    conn.seal(agreed.keys(channel, false));
+                    door.admit(stream, conn, |c| {
                         c.send(&Message::Accepted { session }).is_ok()
                     });
                 }
-                Err(why) => conn.send_error(&Error::Auth(why.into())),
+                Err(e) => conn.send_error(&e),
             }
             None
         }
@@ -391,7 +411,7 @@ fn handle(stream: TcpStream, id: u64, shared: &Shared) -> Option<Result<()>> {
 
 fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shared) -> Result<()> {
     let cfg = &shared.cfg;
-    let key = session::server_handshake(&mut conn, &cfg.token, version, nonce)?;
+    let agreed = session::server_handshake(&mut conn, &cfg.token, version, nonce, cfg.allow_plain)?;
     shared.settled(id);
     conn.r.set_limit(braid_wire::MAX_FRAME);
     conn.r.set_deadline(None);
@@ -410,12 +430,21 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shar
     shared.registry.lock().unwrap().insert(
         session,
         Entry {
-            key,
-            streams: door,
+            agreed,
+            streams: if driver::sends(params.kind, params.flags, false) {
+                params.streams as usize
+            } else {
+                plan::MAX_STREAMS as usize
+            },
+            door,
             counters: HashMap::new(),
         },
     );
     let result = run_session(conn, &params, session, rx, shared);
+    let result = result.map(|mut s| {
+        s.sealed = agreed.suite.name();
+        s
+    });
     shared.registry.lock().unwrap().remove(&session);
     match result {
         Ok(summary) => {
@@ -430,13 +459,14 @@ fn report(cfg: &Config, s: &Summary) {
     match cfg.output {
         Output::Json => crate::records::print(s),
         Output::Human => eprintln!(
-            "braid serve: {} {} ({}): {} in {:.1} s, {:.1} Mb/s",
+            "braid serve: {} {} ({}): {} in {:.1} s, {:.1} Mb/s, {}",
             s.kind,
             s.mode,
             s.role,
             crate::telemetry::human_bytes(s.bytes),
             s.seconds,
-            s.mbps
+            s.mbps,
+            crate::telemetry::sealed_words(s.sealed)
         ),
         Output::Quiet => {}
     }

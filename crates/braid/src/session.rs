@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use braid_cc::{Controls, SocketSettings};
+use braid_wire::seal::{Channel, Keys, Offer, Suite};
 use braid_wire::{auth, FileEntry, Message, VERSION};
 use socket2::{Domain, Socket, Type};
 
@@ -51,57 +52,103 @@ pub(crate) fn random<const N: usize>() -> Result<[u8; N]> {
     Ok(b)
 }
 
-/// Client side: proves the token, checks the server's proof, returns the session key.
-pub fn client_handshake(conn: &mut Conn, token: &Token) -> Result<[u8; 32]> {
+/// What a handshake agreed: the session's key and how its records are sealed.
+#[derive(Clone, Copy)]
+pub struct Agreed {
+    pub key: [u8; 32],
+    pub suite: Suite,
+}
+
+impl Agreed {
+    /// The keys of one of the session's connections, at the client or the server.
+    pub fn keys(&self, channel: Channel, client: bool) -> Keys {
+        Keys::new(&self.key, self.suite, channel, client)
+    }
+}
+
+/// Client side: proves the token, offers how to seal (`plain`: the user asked
+/// for an unsealed session), checks the server's proof and choice, and seals
+/// the control connection.
+pub fn client_handshake(conn: &mut Conn, token: &Token, plain: bool) -> Result<Agreed> {
     let nonce_c: [u8; 16] = random()?;
     conn.send(&Message::Hello {
         version: VERSION,
         nonce: nonce_c,
     })?;
-    let nonce_s = match conn.recv()? {
-        Message::Challenge { version, nonce } if version == VERSION => nonce,
-        Message::Challenge { version, .. } => {
+    let nonce_s = match conn.recv() {
+        Ok(Message::Challenge { version, nonce }) if version == VERSION => nonce,
+        Ok(Message::Challenge { version, .. }) => {
             return Err(Error::Protocol(format!(
-                "the server speaks protocol {version}, this braid {VERSION}"
+                "the server speaks protocol {version}, this braid {VERSION}: \
+                 run the same version of braid at both ends"
             )))
         }
-        m => return Err(unexpected("a challenge", &m)),
+        Ok(m) => return Err(unexpected("a challenge", &m)),
+        Err(Error::Remote { code, message }) if code == Code::Version as u16 => {
+            return Err(Error::Protocol(format!(
+                "{message}: run the same version of braid at both ends"
+            )))
+        }
+        Err(e) => return Err(e),
     };
+    let offer = Offer::here(plain);
     conn.send(&Message::Proof {
-        mac: auth::client_proof(&token.0, &nonce_c, &nonce_s),
+        mac: auth::client_proof(&token.0, &nonce_c, &nonce_s, offer.0),
+        offer: offer.0,
     })?;
-    match conn.recv() {
-        Ok(Message::Welcome { mac })
-            if auth::verify(&auth::server_proof(&token.0, &nonce_c, &nonce_s), &mac) =>
+    let suite = match conn.recv() {
+        Ok(Message::Welcome { mac, suite })
+            if auth::verify(
+                &auth::server_proof(&token.0, &nonce_c, &nonce_s, offer.0, suite),
+                &mac,
+            ) =>
         {
-            Ok(auth::session_key(&token.0, &nonce_c, &nonce_s))
+            Suite::from_u8(suite).expect("the codec checks the suite")
         }
-        Ok(Message::Welcome { .. }) => Err(Error::Auth(format!(
-            "{} does not hold our token",
-            conn.r.peer
-        ))),
-        Ok(m) => Err(unexpected("a welcome", &m)),
+        Ok(Message::Welcome { .. }) => {
+            return Err(Error::Auth(format!(
+                "{} does not hold our token",
+                conn.r.peer
+            )))
+        }
+        Ok(m) => return Err(unexpected("a welcome", &m)),
         Err(Error::Remote { code, message }) if code == Code::Auth as u16 => {
-            Err(Error::Auth(message))
+            return Err(Error::Auth(message))
         }
-        Err(e) => Err(e),
+        Err(e) => return Err(e),
+    };
+    if (suite == Suite::Plain) != plain {
+        return Err(Error::Protocol(format!(
+            "the server chose {} where this end asked for {}",
+            suite.name(),
+            if plain { "plain" } else { "a sealed session" }
+        )));
     }
+    let agreed = Agreed {
+        key: auth::session_key(&token.0, &nonce_c, &nonce_s),
+        suite,
+    };
+    conn.seal(agreed.keys(Channel::Control, true));
+    Ok(agreed)
 }
 
-/// Server side, after the client's `Hello`.
+/// Server side, after the client's `Hello`: checks the client's proof,
+/// chooses how to seal (`allow_plain`: this server consents to unsealed
+/// sessions a client asks for), proves the token, and seals the connection.
 pub fn server_handshake(
     conn: &mut Conn,
     token: &Token,
     version: u16,
     nonce_c: [u8; 16],
-) -> Result<[u8; 32]> {
+    allow_plain: bool,
+) -> Result<Agreed> {
     if version != VERSION {
         let e = Error::Protocol(format!(
             "the client speaks protocol {version}, this server {VERSION}"
         ));
         conn.w.send(&Message::Error {
             code: Code::Version as u16,
-            message: e.to_string(),
+            message: format!("the server speaks protocol {VERSION}, the client {version}"),
         })?;
         return Err(e);
     }
@@ -110,9 +157,15 @@ pub fn server_handshake(
         version: VERSION,
         nonce: nonce_s,
     })?;
-    match conn.recv()? {
-        Message::Proof { mac }
-            if auth::verify(&auth::client_proof(&token.0, &nonce_c, &nonce_s), &mac) => {}
+    let offer = match conn.recv()? {
+        Message::Proof { mac, offer }
+            if auth::verify(
+                &auth::client_proof(&token.0, &nonce_c, &nonce_s, offer),
+                &mac,
+            ) =>
+        {
+            Offer(offer)
+        }
         Message::Proof { .. } => {
             let e = Error::Auth(format!("{} presented a wrong token", conn.r.peer));
             conn.w.send(&Message::Error {
@@ -122,11 +175,26 @@ pub fn server_handshake(
             return Err(e);
         }
         m => return Err(unexpected("a proof", &m)),
-    }
+    };
+    let Some(suite) = offer.choose(allow_plain) else {
+        let why = if offer.asks_plain() {
+            "the client asked for an unsealed session (--plain), which this server does not \
+             allow (braid serve --allow-plain)"
+        } else {
+            "the client offers no way of sealing that this server knows"
+        };
+        return conn.tell(Err(Error::refused(Code::BadRequest, why)));
+    };
     conn.send(&Message::Welcome {
-        mac: auth::server_proof(&token.0, &nonce_c, &nonce_s),
+        mac: auth::server_proof(&token.0, &nonce_c, &nonce_s, offer.0, suite as u8),
+        suite: suite as u8,
     })?;
-    Ok(auth::session_key(&token.0, &nonce_c, &nonce_s))
+    let agreed = Agreed {
+        key: auth::session_key(&token.0, &nonce_c, &nonce_s),
+        suite,
+    };
+    conn.seal(agreed.keys(Channel::Control, false));
+    Ok(agreed)
 }
 
 pub(crate) fn unexpected(wanted: &str, got: &Message) -> Error {
@@ -239,13 +307,15 @@ pub fn window_warning(window: usize) -> Option<String> {
 }
 
 /// Client side: a data connection that joins session `session` as
-/// `stream`; `counter` is new for every attach of the session.
+/// `stream`; `counter` is new for every attach of the session. The attach
+/// crosses in the clear with its proof; the server's acceptance is the first
+/// sealed record, with keys of this connection alone.
 pub fn attach(
     stream: TcpStream,
     session: u64,
     index: u16,
     counter: u64,
-    key: &[u8; 32],
+    agreed: &Agreed,
 ) -> Result<Conn> {
     let _ = stream.set_nodelay(false);
     let mut conn = Conn::new(stream).map_err(|e| Error::io("cloning a socket", e))?;
@@ -253,13 +323,26 @@ pub fn attach(
         session,
         stream: index,
         counter,
-        mac: auth::attach_proof(key, session, index, counter),
+        mac: auth::attach_proof(&agreed.key, session, index, counter),
     })?;
+    conn.r.set_limit(DATA_FRAME);
+    conn.seal(agreed.keys(
+        Channel::Data {
+            stream: index,
+            counter,
+        },
+        true,
+    ));
     match conn.recv()? {
         Message::Accepted { session: s } if s == session => Ok(conn),
         m => Err(unexpected("the stream's acceptance", &m)),
     }
 }
+
+/// The largest frame a data connection takes: its frames are block headers,
+/// acknowledgements, a detach or an error, so a peer cannot make one hold a
+/// large frame.
+pub const DATA_FRAME: u32 = 64 << 10;
 
 /// A manifest frame carries at most this many bytes of entries; more go in
 /// further frames.

@@ -118,7 +118,20 @@ pub struct Summary {
     /// Congestion windows braid's controls found out of bounds and put back
     /// during the transfer (sending end with braid's controls only).
     pub windows_repaired: Option<u32>,
+    /// How the session's connections were sealed: `aes-256-gcm`,
+    /// `chacha20-poly1305`, or `plain` where both ends agreed to no sealing.
+    pub sealed: &'static str,
     pub streams: Vec<StreamSummary>,
+}
+
+/// How a report says how a session was sealed: an unsealed one in words
+/// nobody can miss.
+pub fn sealed_words(suite: &str) -> String {
+    if suite == braid_wire::seal::Suite::Plain.name() {
+        "NOT SEALED (--plain: anyone on the path could read and change it)".into()
+    } else {
+        format!("sealed ({suite})")
+    }
 }
 
 impl Telemetry {
@@ -348,6 +361,7 @@ impl Telemetry {
             files: 0,
             requeued_blocks: 0,
             windows_repaired: None,
+            sealed: "",
             streams,
         }
     }
@@ -450,7 +464,7 @@ mod tests {
         assert_eq!(s.streams[1].bytes, 50);
         let v: serde_json::Value = serde_json::from_str(&crate::records::line(&s)).unwrap();
         assert_eq!(v["type"], "summary");
-        assert_eq!(v["version"], 1);
+        assert_eq!(v["version"], crate::records::VERSION);
     }
 
     #[test]

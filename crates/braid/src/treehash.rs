@@ -29,16 +29,45 @@ pub fn block_index(size: u64, block_size: u32, offset: u64, len: u64) -> Option<
         .then_some((offset / block) as usize)
 }
 
+/// The chaining value of a block fed in pieces, as they cross a connection:
+/// neither end holds a whole block in memory.
+pub struct BlockHasher {
+    h: blake3::Hasher,
+    /// The block is the whole file: its value is the file's hash itself.
+    whole: bool,
+}
+
+impl BlockHasher {
+    /// For the `len` bytes at `offset` of a file of `size` bytes.
+    pub fn new(offset: u64, len: u64, size: u64) -> Self {
+        let mut h = blake3::Hasher::new();
+        let whole = offset == 0 && len == size;
+        if !whole {
+            h.set_input_offset(offset);
+        }
+        BlockHasher { h, whole }
+    }
+
+    /// The block's next bytes, in order.
+    pub fn update(&mut self, piece: &[u8]) {
+        self.h.update(piece);
+    }
+
+    pub fn finish(&self) -> ChainingValue {
+        if self.whole {
+            *self.h.finalize().as_bytes()
+        } else {
+            self.h.finalize_non_root()
+        }
+    }
+}
+
 /// The chaining value of the block at `offset` of a file of `size` bytes; for
 /// a file that is this one block, the file's hash itself.
 fn block_value(data: &[u8], offset: u64, size: u64) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    if offset == 0 && data.len() as u64 == size {
-        return *h.update(data).finalize().as_bytes();
-    }
-    h.set_input_offset(offset);
+    let mut h = BlockHasher::new(offset, data.len() as u64, size);
     h.update(data);
-    h.finalize_non_root()
+    h.finish()
 }
 
 /// The blocks of one file and the chaining values known so far.
@@ -234,6 +263,19 @@ mod tests {
         let good = tree_of(&bytes, 4096, 0..5).root();
         bytes[12_345] ^= 1;
         assert_ne!(tree_of(&bytes, 4096, 0..5).root(), good);
+    }
+
+    #[test]
+    fn a_block_hashed_in_pieces_has_the_value_of_the_whole() {
+        let bytes = data(300_000);
+        for (offset, len) in [(0u64, 300_000usize), (65536, 65536), (262144, 37856)] {
+            let block = &bytes[offset as usize..offset as usize + len];
+            let mut h = BlockHasher::new(offset, len as u64, 300_000);
+            for piece in block.chunks(7777) {
+                h.update(piece);
+            }
+            assert_eq!(h.finish(), hash_block(block, offset, 300_000), "{offset}");
+        }
     }
 
     #[test]

@@ -17,8 +17,9 @@ use braid::error::Error;
 use braid::plan::StreamControl;
 use braid::proto::steer::{Script, Steer, Steering, StreamView};
 use braid::server::{self, Server};
-use braid::session::{self, SocketOptions, Token};
+use braid::session::{self, Agreed, SocketOptions, Token};
 use braid::telemetry::Output;
+use braid_wire::seal::Channel;
 use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME};
 
 const TOKEN: &str = "loopback-test-token";
@@ -42,6 +43,7 @@ fn serve_with(root: &Path, listen: &str, limits: server::Limits) -> String {
         once: false,
         wait: None,
         limit_bps: None,
+        allow_plain: false,
         limits,
         cancel: Cancel::new(),
     })
@@ -82,6 +84,7 @@ fn config(addr: &str, p: SessionParams, token: &str) -> Config {
         limit_bps: None,
         cancel: Cancel::new(),
         steer: None,
+        plain: false,
     }
 }
 
@@ -326,7 +329,7 @@ fn a_wrong_token_is_refused_and_writes_nothing() {
 /// A client that speaks the protocol by hand, to send what braid never would.
 fn raw_session(addr: &str, kind: Kind) -> Conn {
     let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
-    session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    session::client_handshake(&mut c, &Token::new(TOKEN).unwrap(), false).unwrap();
     c.send(&Message::Open(params(kind, 1))).unwrap();
     c
 }
@@ -407,9 +410,9 @@ fn malformed_frames_get_an_error_and_the_server_lives_on() {
 
 /// A raw control connection past Open and a one-file manifest of `size`
 /// bytes: returns it with the session id and key, the server's Ranges read.
-fn raw_send_session(addr: &str, name: &str, size: u64) -> (Conn, u64, [u8; 32]) {
+fn raw_send_session(addr: &str, name: &str, size: u64) -> (Conn, u64, Agreed) {
     let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
-    let key = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    let key = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap(), false).unwrap();
     c.send(&Message::Open(params(Kind::Send, 1))).unwrap();
     c.send(&Message::Manifest {
         files: vec![FileEntry {
@@ -428,20 +431,22 @@ fn raw_send_session(addr: &str, name: &str, size: u64) -> (Conn, u64, [u8; 32]) 
     (c, session, key)
 }
 
-fn attach_raw(addr: &str, session: u64, stream: u16, counter: u64, key: &[u8; 32]) -> Vec<u8> {
+/// Attaches a data connection by hand; returns the attach's bytes (to replay).
+fn attach_raw(addr: &str, session: u64, stream: u16, counter: u64, agreed: &Agreed) -> Vec<u8> {
     let mut bytes = Vec::new();
     braid_wire::encode(
         &Message::Attach {
             session,
             stream,
             counter,
-            mac: braid_wire::auth::attach_proof(key, session, stream, counter),
+            mac: braid_wire::auth::attach_proof(&agreed.key, session, stream, counter),
         },
         &mut bytes,
     );
     let mut s = TcpStream::connect(addr).unwrap();
     s.write_all(&bytes).unwrap();
     let mut c = Conn::new(s).unwrap();
+    c.seal(agreed.keys(Channel::Data { stream, counter }, true));
     assert!(matches!(c.recv().unwrap(), Message::Accepted { .. }));
     bytes
 }
@@ -456,26 +461,16 @@ fn a_bench_session_ends_once_both_counts_are_told_whatever_its_streams_hold() {
     let d = tempfile::tempdir().unwrap();
     let addr = serve(d.path());
     let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
-    let key = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    let key = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap(), false).unwrap();
     c.send(&Message::Open(params(Kind::Bench, 1))).unwrap();
     let Message::Accepted { session } = c.recv().unwrap() else {
         panic!("not accepted")
     };
-    let mut attach = Vec::new();
-    braid_wire::encode(
-        &Message::Attach {
-            session,
-            stream: 0,
-            counter: 1,
-            mac: braid_wire::auth::attach_proof(&key, session, 0, 1),
-        },
-        &mut attach,
-    );
-    let mut data = TcpStream::connect(&addr).unwrap();
-    data.write_all(&attach).unwrap();
-    let mut accepted = Conn::new(data.try_clone().unwrap()).unwrap();
-    assert!(matches!(accepted.recv().unwrap(), Message::Accepted { .. }));
-    data.write_all(&[7u8; 1 << 16]).unwrap();
+    let data = TcpStream::connect(&addr).unwrap();
+    let mut conn = session::attach(data.try_clone().unwrap(), session, 0, 1, &key).unwrap();
+    conn.w.stage_zeros(1 << 16).unwrap();
+    while conn.w.write_staged().unwrap() > 0 {}
+    let mut data = data;
     c.send(&Message::Close { bytes: 1 << 17 }).unwrap();
     let Message::Close { bytes } = c.recv().unwrap() else {
         panic!("no count")
@@ -759,12 +754,12 @@ fn protocol_mistakes_are_answered_with_their_reason() {
     }
     // A malformed Open: unknown flags.
     let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
-    session::client_handshake(&mut c, &Token::new(TOKEN).unwrap()).unwrap();
+    session::client_handshake(&mut c, &Token::new(TOKEN).unwrap(), false).unwrap();
     let mut open = Vec::new();
     braid_wire::encode(&Message::Open(params(Kind::Send, 1)), &mut open);
     let flags_at = open.len() - 9;
     open[flags_at] = 0x40;
-    c.w.send_raw(&open).unwrap();
+    c.w.send_encoded(&open).unwrap();
     match c.recv() {
         Err(Error::Remote { code: 400, message }) => {
             assert!(message.contains("flags"), "{message}")

@@ -14,8 +14,11 @@
 //! control connection
 //!   C -> S  Hello {version, nonce}            a version the server does not speak: Error 426
 //!   S -> C  Challenge {version, nonce}
-//!   C -> S  Proof {mac}                        the token, proven; a wrong one: Error 401
-//!   S -> C  Welcome {mac}                      the server proves it too; both derive the session key
+//!   C -> S  Proof {mac, offer}                 the token, proven, and how the client can seal; a
+//!                                              wrong token: Error 401
+//!   S -> C  Welcome {mac, suite}               the server proves it too and chooses the suite; both
+//!                                              derive the session key. From here on every byte of
+//!                                              this connection is sealed (braid_wire::seal)
 //!   C -> S  Open {kind, mode, streams, ...}    send | get | bench
 //!   send:  C -> S Manifest* (the files, 1 MiB frames)   S -> C Accepted {session}
 //!          S -> C Ranges (one per file: what it holds already)
@@ -27,9 +30,11 @@
 //!    plan::fallback says, and the client's report names that mode)
 //!
 //! every data stream (a new TCP connection, any time while the session runs)
-//!   C -> S  Attach {session, stream, counter, mac}   a replayed counter or wrong mac: Error 401
+//!   C -> S  Attach {session, stream, counter, mac}   a replayed counter or wrong mac: Error 401;
+//!                                                    a stream past the session's: Error 400
+//!   (sealed from here, with keys of this connection: the session key, stream and counter)
 //!   S -> C  Accepted {session}
-//!   sender -> receiver  Block {file, offset, len, crc32c} + bytes, ...
+//!   sender -> receiver  Block {file, offset, len} + bytes, ...
 //!   receiver -> sender  Progress {bytes}     cumulative on this connection: acknowledges a prefix
 //!   sender -> receiver  Detach               the transfer is over, or this stream leaves
 //!   (a connection that dies gives its unacknowledged blocks back; the client attaches again)
@@ -40,8 +45,12 @@
 //!   sender -> receiver  Close {bytes}           every file verified
 //!   receiver -> sender  Close {bytes}
 //!
-//! bench: the streams carry raw bytes until the sender's deadline; then
-//!   sender -> receiver Close {bytes}, receiver -> sender Close {bytes}.
+//! bench: the streams carry bare data (sealed records of zeros) until the sender's
+//!   deadline; then sender -> receiver Close {bytes}, receiver -> sender Close {bytes}.
+//!
+//! a sealed connection ends with the sender's sealed END record, so a connection cut
+//! short is never taken for a finished one; a record that does not open (changed,
+//! dropped, repeated, reordered, forged) ends the session (Error::Tampered).
 //!
 //! Either end may say Error {code, message} at any point and close; the codes
 //! are braid_wire::Code.

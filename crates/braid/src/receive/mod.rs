@@ -38,7 +38,7 @@ use crate::error::{Code, Error, Result};
 use crate::manifest::mtime_ns;
 use crate::ranges::RangeSet;
 use crate::telemetry::{human_bytes, Telemetry};
-use crate::treehash::{self, BlockTree};
+use crate::treehash::{self, BlockHasher, BlockTree};
 use admit::{check_dirs, check_paths, forbidden, free_space, parent_of};
 use claims::{Claim, Claims};
 use staging::Names;
@@ -422,16 +422,13 @@ impl RecvShared {
         Ok(())
     }
 
-    /// Writes a block in place and records its value in the file's tree
-    /// (hashed here, before the file's lock is taken).
-    fn write(&self, file: u32, offset: u64, data: &[u8]) -> Result<()> {
+    /// Checks where a block lands before any of its data is taken.
+    pub(crate) fn begin(&self, file: u32, offset: u64, len: u32) -> Result<Landing> {
         let f = self.files.get(file as usize).ok_or_else(|| {
             Error::Protocol(format!("a block of file {file}, which the manifest lacks"))
         })?;
         let size = self.sizes[file as usize];
-        let value = treehash::block_index(size, self.block_size, offset, data.len() as u64)
-            .map(|i| (i, treehash::hash_block(data, offset, size)));
-        let mut f = f.lock().unwrap();
+        let f = f.lock().unwrap();
         if f.dir {
             return Err(Error::Protocol(format!(
                 "a block of {}, which is a directory",
@@ -439,18 +436,37 @@ impl RecvShared {
             )));
         }
         let end = offset
-            .checked_add(data.len() as u64)
-            .filter(|end| *end <= f.entry.size)
+            .checked_add(len as u64)
+            .filter(|end| *end <= size)
             .ok_or_else(|| {
                 Error::Protocol(format!(
-                    "a block at {offset}+{} is outside {} ({} bytes)",
-                    data.len(),
-                    f.entry.path,
-                    f.entry.size
+                    "a block at {offset}+{len} is outside {} ({size} bytes)",
+                    f.entry.path
                 ))
             })?;
+        let hasher = treehash::block_index(size, self.block_size, offset, len as u64)
+            .map(|i| (i, BlockHasher::new(offset, len as u64, size)));
+        Ok(Landing {
+            file,
+            offset,
+            end,
+            at: offset,
+            hasher,
+        })
+    }
+
+    /// Writes a block's next piece in place (hashed here, before the file's
+    /// lock is taken). Blocks of zeros become holes.
+    pub(crate) fn piece(&self, l: &mut Landing, data: &[u8]) -> Result<()> {
+        let (start, end) = (l.at, l.at + data.len() as u64);
+        debug_assert!(end <= l.end, "a piece past its block");
+        l.at = end;
+        if let Some((_, h)) = &mut l.hasher {
+            h.update(data);
+        }
+        let mut f = self.files[l.file as usize].lock().unwrap();
         // A block sent again after a lost stream, of a file already whole.
-        if f.published || f.existing || f.verified || f.held.is_complete(f.entry.size) {
+        if f.is_settled() {
             return Ok(());
         }
         if f.file.is_none() {
@@ -464,25 +480,64 @@ impl RecvShared {
             self.open.fetch_add(1, Ordering::Relaxed);
         }
         let part = f.file.as_ref().expect("opened above");
-        let hole = staging::is_zero(data) && staging::punch_hole(part, offset, end).is_ok();
+        let hole = staging::is_zero(data) && staging::punch_hole(part, start, end).is_ok();
         if !hole {
-            part.write_all_at(data, offset)
+            part.write_all_at(data, start)
                 .map_err(|e| Error::io(format!("writing {}", f.dest.display()), e))?;
         }
-        f.held.insert(offset, end);
-        if let Some((i, v)) = value {
-            f.tree.set(i, v);
+        Ok(())
+    }
+
+    /// A block whose pieces have all been written: it counts as held, and a
+    /// file it completes is stamped and closed.
+    pub(crate) fn land(&self, l: Landing) -> Result<()> {
+        debug_assert_eq!(l.at, l.end, "a block lands whole");
+        let mut f = self.files[l.file as usize].lock().unwrap();
+        if f.is_settled() {
+            return Ok(());
+        }
+        f.held.insert(l.offset, l.end);
+        if let Some((i, h)) = l.hasher {
+            f.tree.set(i, h.finish());
         }
         let complete = f.held.is_complete(f.entry.size);
         if complete || self.open.load(Ordering::Relaxed) > OPEN_FILES {
-            let part = f.file.take().expect("opened above");
-            if complete {
-                // Stamped while the descriptor is at hand; nothing writes to it again.
-                f.stamp(&part)?;
+            if let Some(part) = f.file.take() {
+                if complete {
+                    // Stamped while the descriptor is at hand; nothing writes to it again.
+                    f.stamp(&part)?;
+                }
+                self.open.fetch_sub(1, Ordering::Relaxed);
             }
-            self.open.fetch_sub(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Writes a whole block at once (tests; streams land blocks in pieces).
+    #[cfg(test)]
+    fn write(&self, file: u32, offset: u64, data: &[u8]) -> Result<()> {
+        let mut l = self.begin(file, offset, data.len() as u32)?;
+        self.piece(&mut l, data)?;
+        self.land(l)
+    }
+}
+
+/// A block on its way to disk: where it lands, how far it has come, and its
+/// value in the file's tree as its pieces pass.
+pub(crate) struct Landing {
+    file: u32,
+    offset: u64,
+    end: u64,
+    /// Where the next piece goes.
+    at: u64,
+    hasher: Option<(usize, BlockHasher)>,
+}
+
+impl Incoming {
+    /// Whole already: published, verified, held before the session, or every
+    /// byte in place. A block sent again is then not written.
+    fn is_settled(&self) -> bool {
+        self.published || self.existing || self.verified || self.held.is_complete(self.entry.size)
     }
 }
 

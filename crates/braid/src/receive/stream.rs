@@ -1,5 +1,6 @@
-//! One receiving stream: blocks off the connection, each checked against its
-//! CRC-32C and written in place, acknowledged with a running count.
+//! One receiving stream: blocks off the connection, written in place piece
+//! by piece as their records open (each record's tag vouches for its bytes),
+//! acknowledged with a running count.
 
 use braid_wire::Message;
 
@@ -24,7 +25,6 @@ pub enum Ended {
 pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
     shared.tel.set_socket(stream, conn.stream());
     let Conn { mut r, mut w } = conn;
-    let mut buf = vec![0u8; shared.block_size as usize];
     let (mut total, mut acked) = (0u64, 0u64);
     loop {
         let m = match r.recv_opt() {
@@ -34,33 +34,32 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
                     "stream {stream} closed without detaching"
                 )))
             }
-            Err(e @ Error::Connect { .. }) => return Ended::Lost(e),
-            Err(e) => return Ended::Fatal(e),
+            Err(e) => return ended(e),
         };
         match m {
-            Message::Block {
-                file,
-                offset,
-                len,
-                checksum,
-            } => {
+            Message::Block { file, offset, len } => {
                 if len > shared.block_size {
                     return Ended::Fatal(Error::Protocol(format!(
                         "a block of {len} bytes; the session's blocks are {}",
                         shared.block_size
                     )));
                 }
-                let data = &mut buf[..len as usize];
-                if let Err(e) = r.read_data(data) {
-                    return Ended::Lost(e);
+                let mut landing = match shared.begin(file, offset, len) {
+                    Ok(l) => l,
+                    Err(e) => return Ended::Fatal(e),
+                };
+                let mut left = len as usize;
+                while left > 0 {
+                    let piece = match r.data(left) {
+                        Ok(p) => p,
+                        Err(e) => return ended(e),
+                    };
+                    left -= piece.len();
+                    if let Err(e) = shared.piece(&mut landing, piece) {
+                        return Ended::Fatal(e);
+                    }
                 }
-                let crc = crc32c::crc32c(data);
-                if crc != checksum {
-                    return Ended::Fatal(Error::Verify(format!(
-                        "block of file {file} at {offset}: CRC-32C {crc:08x}, the sender said {checksum:08x}"
-                    )));
-                }
-                if let Err(e) = shared.write(file, offset, data) {
+                if let Err(e) = shared.land(landing) {
                     return Ended::Fatal(e);
                 }
                 total += len as u64;
@@ -80,5 +79,15 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
             }
             m => return Ended::Fatal(crate::session::unexpected("a block", &m)),
         }
+    }
+}
+
+/// A connection that failed: one that dropped is lost (the sender sends its
+/// blocks again on another), anything else, tampering above all, ends the
+/// session.
+fn ended(e: Error) -> Ended {
+    match e {
+        Error::Connect { .. } => Ended::Lost(e),
+        e => Ended::Fatal(e),
     }
 }
