@@ -9,6 +9,7 @@
 pub mod advice;
 pub mod auto;
 pub mod bench;
+pub mod beneath;
 pub mod bootstrap;
 pub mod cancel;
 pub mod client;

@@ -1,11 +1,22 @@
 //! Which local files a transfer moves, named as they will be at the far end.
+//!
+//! Every file listed is opened again later (to send it, to finish its hash)
+//! below the directory it was listed from, through that directory's
+//! descriptor and never through a link (see `beneath`), and only if it is
+//! still the file that was listed (its device and inode): a name swapped for
+//! a link or another file after the listing is refused, not followed. A
+//! server's `get` lists below its root this way, so nothing outside the root
+//! is ever read for a peer.
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use braid_wire::{FileEntry, MODE_DIR};
 
+use crate::beneath::{Access, Dir, Kind, Meta};
 use crate::error::{Code, Error, Result};
 use crate::pathsafe;
 
@@ -13,7 +24,38 @@ use crate::pathsafe;
 #[derive(Clone, Debug)]
 pub struct Source {
     pub entry: FileEntry,
+    /// Where it is here, for messages.
     pub local: PathBuf,
+    /// How to open it again (files only).
+    origin: Option<Origin>,
+}
+
+/// A listed file's directory, its path below it, and which file it was.
+#[derive(Clone, Debug)]
+struct Origin {
+    base: Arc<Dir>,
+    rel: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl Source {
+    /// Opens the file for reading: below the directory it was listed from,
+    /// through no link, and only if it is the very file that was listed.
+    pub fn open(&self) -> io::Result<fs::File> {
+        let o = self.origin.as_ref().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "a directory has no content")
+        })?;
+        let f = o.base.file(&o.rel, Access::Read)?;
+        let m = Meta::of_fd(&f)?;
+        if (m.dev, m.ino) != (o.dev, o.ino) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "another file took its name since it was listed",
+            ));
+        }
+        Ok(f)
+    }
 }
 
 /// Lists `sources` (files and directories, recursively) with manifest paths
@@ -21,8 +63,9 @@ pub struct Source {
 /// and everything below it, itself included as an entry (so an empty one
 /// arrives too). Symbolic links below a directory are skipped (and
 /// reported), so a tree cannot smuggle in what it points to; so is braid's
-/// own staging directory. Every file is opened once here, so one that
-/// cannot be read is an error before any data moves.
+/// own staging directory. A source the user names is theirs: a link they
+/// name is followed. Every file is opened once here, so one that cannot be
+/// read is an error before any data moves.
 pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<String>)> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
@@ -41,12 +84,20 @@ pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<Strin
             )));
         }
         let top = join(prefix, name);
+        let io_err = |e| Error::io(format!("reading {}", src.display()), e);
         if meta.is_dir() {
-            out.push(source(src, &top, &meta));
-            walk(src, &top, &mut out, &mut skipped)?;
+            let base = Arc::new(Dir::open(src).map_err(io_err)?);
+            out.push(dir_source(src, &top, &Meta::of_fd(&*base).map_err(io_err)?));
+            walk(&base, Path::new(""), &top, &mut out, &mut skipped)?;
         } else if meta.is_file() {
-            readable(src)?;
-            out.push(source(src, &top, &meta));
+            // Listed from the directory that really holds it, so that it is
+            // opened again there without following the link the user named.
+            let real = fs::canonicalize(src).map_err(io_err)?;
+            let (Some(parent), Some(file)) = (real.parent(), real.file_name()) else {
+                return Err(Error::Usage(format!("{} is not a file", src.display())));
+            };
+            let base = Arc::new(Dir::open(parent).map_err(io_err)?);
+            out.push(file_source(&base, Path::new(file), src, &top)?);
         } else {
             return Err(Error::Usage(format!(
                 "{} is neither a file nor a directory",
@@ -83,23 +134,41 @@ fn join(prefix: &str, name: &str) -> String {
     }
 }
 
-fn source(local: &Path, path: &str, meta: &fs::Metadata) -> Source {
-    let dir = meta.is_dir();
-    Source {
-        entry: FileEntry {
-            path: path.to_owned(),
-            size: if dir { 0 } else { meta.len() },
-            mode: (meta.permissions().mode() & 0o7777) | if dir { MODE_DIR } else { 0 },
-            mtime_ns: mtime_ns(meta),
-        },
-        local: local.to_owned(),
+fn entry(path: &str, meta: &Meta) -> FileEntry {
+    let dir = meta.kind == Kind::Dir;
+    FileEntry {
+        path: path.to_owned(),
+        size: if dir { 0 } else { meta.size },
+        mode: meta.mode | if dir { MODE_DIR } else { 0 },
+        mtime_ns: meta.mtime_ns,
     }
 }
 
-fn readable(p: &Path) -> Result<()> {
-    fs::File::open(p)
-        .map(drop)
-        .map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
+fn dir_source(local: &Path, path: &str, meta: &Meta) -> Source {
+    Source {
+        entry: entry(path, meta),
+        local: local.to_owned(),
+        origin: None,
+    }
+}
+
+/// The file `rel` below `base`, opened once now (so one that cannot be read
+/// fails before anything moves) and described from that descriptor.
+fn file_source(base: &Arc<Dir>, rel: &Path, local: &Path, path: &str) -> Result<Source> {
+    let f = base
+        .file(rel, Access::Read)
+        .map_err(|e| Error::io(format!("cannot read {}", local.display()), e))?;
+    let meta = Meta::of_fd(&f).map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
+    Ok(Source {
+        entry: entry(path, &meta),
+        local: local.to_owned(),
+        origin: Some(Origin {
+            base: Arc::clone(base),
+            rel: rel.to_owned(),
+            dev: meta.dev,
+            ino: meta.ino,
+        }),
+    })
 }
 
 /// A file's modification time in nanoseconds since the epoch, as manifests carry it.
@@ -109,7 +178,11 @@ pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
 
 /// BLAKE3 of a file's content, and how many bytes it had.
 pub fn blake3_file(path: &Path) -> std::io::Result<([u8; 32], u64)> {
-    let mut f = fs::File::open(path)?;
+    blake3_of(&fs::File::open(path)?)
+}
+
+/// BLAKE3 of an open file's content from its start, and how many bytes it had.
+pub fn blake3_of(mut f: &fs::File) -> std::io::Result<([u8; 32], u64)> {
     let mut h = blake3::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut n = 0u64;
@@ -123,34 +196,46 @@ pub fn blake3_file(path: &Path) -> std::io::Result<([u8; 32], u64)> {
     }
 }
 
-fn walk(dir: &Path, path: &str, out: &mut Vec<Source>, skipped: &mut Vec<String>) -> Result<()> {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?
-        .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let local = e.path();
-        let Some(name) = e.file_name().to_str().map(str::to_owned) else {
+/// Lists the tree below `base`'s `rel` (its entries named under `path`),
+/// in name order, through descriptors: links are skipped, not followed.
+fn walk(
+    base: &Arc<Dir>,
+    rel: &Path,
+    path: &str,
+    out: &mut Vec<Source>,
+    skipped: &mut Vec<String>,
+) -> Result<()> {
+    let shown = base.shown(rel);
+    let listing = base
+        .dir(rel)
+        .and_then(|d| d.entries())
+        .map_err(|e| Error::io(format!("listing {}", shown.display()), e))?;
+    let mut entries = listing;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, kind) in entries {
+        let local = shown.join(&name);
+        let Some(name) = name.to_str().map(str::to_owned) else {
             skipped.push(format!("{}: not UTF-8", local.display()));
             continue;
         };
-        let meta = fs::symlink_metadata(&local)
-            .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
+        let r = rel.join(&name);
         let p = join(path, &name);
-        if meta.file_type().is_symlink() {
+        if kind == Kind::Link {
             skipped.push(format!("{}: a symbolic link", local.display()));
         } else if pathsafe::is_internal(&name) {
             skipped.push(format!(
                 "{}: braid's staging directory (part files of an unfinished transfer)",
                 local.display()
             ));
-        } else if meta.is_dir() {
-            out.push(source(&local, &p, &meta));
-            walk(&local, &p, out, skipped)?;
-        } else if meta.is_file() {
-            readable(&local)?;
-            out.push(source(&local, &p, &meta));
+        } else if kind == Kind::Dir {
+            let meta = base
+                .dir(&r)
+                .and_then(|d| d.meta_here())
+                .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
+            out.push(dir_source(&local, &p, &meta));
+            walk(base, &r, &p, out, skipped)?;
+        } else if kind == Kind::File {
+            out.push(file_source(base, &r, &local, &p)?);
         } else {
             skipped.push(format!("{}: not a regular file", local.display()));
         }
@@ -159,37 +244,71 @@ fn walk(dir: &Path, path: &str, out: &mut Vec<Source>, skipped: &mut Vec<String>
 }
 
 /// Server side of `get`: resolves requested paths below `root`, refusing
-/// anything that would leave it, symbolic links on the way included. `.`
-/// (or an empty path) is the root itself: its contents, named as below it.
+/// anything that would leave it, symbolic links on the way included, and
+/// braid's own staging directories. `.` (or an empty path) is the root
+/// itself: its contents, named as below it.
 pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>> {
-    let mut locals = Vec::new();
+    let base =
+        Arc::new(Dir::open(root).map_err(|e| Error::io(format!("opening {}", root.display()), e))?);
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for r in requested {
         if r.is_empty() || r == "." {
-            let mut skipped = Vec::new();
-            walk(root, "", &mut out, &mut skipped)?;
+            walk(&base, Path::new(""), "", &mut out, &mut skipped)?;
             continue;
         }
         let parts =
             pathsafe::components(r).map_err(|e| forbidden(format!("refusing {r:?}: {e}")))?;
-        let mut at = root.to_path_buf();
-        for p in &parts {
-            at.push(p);
-            let meta = fs::symlink_metadata(&at).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    Error::refused(Code::NotFound, format!("{r} does not exist"))
-                }
-                _ => Error::io(format!("reading {}", at.display()), e),
-            })?;
-            if meta.file_type().is_symlink() {
-                return Err(forbidden(format!(
-                    "refusing {r:?}: it goes through a symbolic link"
-                )));
+        if parts.iter().any(|p| pathsafe::is_internal(p)) {
+            return Err(forbidden(format!(
+                "refusing {r:?}: {} is braid's staging directory",
+                pathsafe::STAGING_DIR
+            )));
+        }
+        let rel: PathBuf = parts.iter().collect();
+        let name = parts[parts.len() - 1];
+        let through_link = || forbidden(format!("refusing {r:?}: it goes through a symbolic link"));
+        let meta = match base.meta(&rel) {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                return Err(Error::refused(
+                    Code::NotFound,
+                    format!("{r} does not exist"),
+                ))
+            }
+            // Resolution below the root stopped on the way: at a link (refused
+            // for what it is), or at something that is no directory.
+            Err(e) => {
+                let link_on_the_way = (1..parts.len()).any(|i| {
+                    let on_the_way: PathBuf = parts[..i].iter().collect();
+                    matches!(base.meta(&on_the_way), Ok(Some(m)) if m.kind == Kind::Link)
+                });
+                return Err(match e.raw_os_error() {
+                    _ if link_on_the_way => through_link(),
+                    Some(libc::ELOOP) => through_link(),
+                    Some(libc::ENOENT | libc::ENOTDIR) => {
+                        Error::refused(Code::NotFound, format!("{r} does not exist"))
+                    }
+                    _ => Error::io(format!("reading {}", base.shown(&rel).display()), e),
+                });
+            }
+        };
+        let local = base.shown(&rel);
+        match meta.kind {
+            Kind::Link => return Err(through_link()),
+            Kind::Dir => {
+                out.push(dir_source(&local, name, &meta));
+                walk(&base, &rel, name, &mut out, &mut skipped)?;
+            }
+            Kind::File => out.push(file_source(&base, &rel, &local, name)?),
+            Kind::Other => {
+                return Err(Error::refused(
+                    Code::BadRequest,
+                    format!("{r} is neither a file nor a directory"),
+                ))
             }
         }
-        locals.push(at);
     }
-    out.extend(list(&locals, "")?.0);
     let mut seen = std::collections::HashSet::new();
     if let Some(s) = out.iter().find(|s| !seen.insert(&s.entry.path)) {
         return Err(Error::refused(
@@ -273,7 +392,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("locked");
         fs::write(&f, b"x").unwrap();
-        fs::set_permissions(&f, fs::Permissions::from_mode(0o000)).unwrap();
+        fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
         let e = list(&[f], "").unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
     }
@@ -302,7 +421,16 @@ mod tests {
             ["pub", "pub/f"],
             "the link is left out, the root is the top"
         );
-        for bad in ["../secret", "/etc/passwd", "pub/escape"] {
+        fs::create_dir_all(root.join("pub/.braid-partial")).unwrap();
+        fs::write(root.join("pub/.braid-partial/x.part"), b"another session's").unwrap();
+        for bad in [
+            "../secret",
+            "/etc/passwd",
+            "pub/escape",
+            "pub/escape/x",
+            "pub/.braid-partial/x.part",
+            ".braid-partial",
+        ] {
             let e = resolve_request(&root, &[bad.into()]).unwrap_err();
             assert!(
                 matches!(
@@ -322,5 +450,37 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// A listed file swapped for a link to a file outside the root (or for
+    /// another file) after the listing is not sent.
+    #[test]
+    fn a_source_swapped_after_the_listing_is_refused_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        fs::create_dir_all(root.join("pub")).unwrap();
+        fs::write(root.join("pub/f"), b"listed").unwrap();
+        fs::write(root.join("pub/g"), b"listed too").unwrap();
+        fs::write(d.path().join("shadow"), b"secret").unwrap();
+        let sources = resolve_request(&root, &["pub".into()]).unwrap();
+        let f = sources.iter().find(|s| s.entry.path == "pub/f").unwrap();
+        let g = sources.iter().find(|s| s.entry.path == "pub/g").unwrap();
+        assert_eq!(fs::read_to_string(root.join("pub/f")).unwrap(), "listed");
+        assert!(f.open().is_ok());
+        fs::remove_file(root.join("pub/f")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("shadow"), root.join("pub/f")).unwrap();
+        assert!(
+            f.open().is_err(),
+            "a link in the listed file's place was followed"
+        );
+        // Written beside it and renamed over it: a new inode.
+        fs::write(root.join("pub/g.new"), b"another file").unwrap();
+        fs::rename(root.join("pub/g.new"), root.join("pub/g")).unwrap();
+        let e = g.open().unwrap_err();
+        assert!(e.to_string().contains("since it was listed"), "{e}");
+        // The directory it was listed from swapped for a link: refused too.
+        fs::rename(root.join("pub"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(d.path(), root.join("pub")).unwrap();
+        assert!(f.open().is_err());
     }
 }

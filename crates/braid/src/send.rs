@@ -133,7 +133,7 @@ impl SendShared {
         }
         let s = &self.sources[f as usize];
         let path = s.local.display();
-        let file = File::open(&s.local).map_err(|e| format!("opening {path}: {e}"))?;
+        let file = s.open().map_err(|e| format!("opening {path}: {e}"))?;
         let m = file
             .metadata()
             .map_err(|e| format!("reading {path}: {e}"))?;
@@ -348,7 +348,10 @@ fn finish(
         let value = treehash::hash_block(buf, offset, source.entry.size);
         shared.trees[f as usize].lock().unwrap().set(i, value);
     }
-    let meta = std::fs::metadata(&source.local).map_err(|e| format!("reading {path}: {e}"))?;
+    let meta = source
+        .open()
+        .and_then(|f| f.metadata())
+        .map_err(|e| format!("reading {path}: {e}"))?;
     if meta.len() != source.entry.size || crate::manifest::mtime_ns(&meta) != source.entry.mtime_ns
     {
         return Err(format!(

@@ -4,13 +4,12 @@
 //! own (`Error::Refused`, with the wire's code for the peer).
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use braid_wire::FileEntry;
 
 use super::staging;
+use crate::beneath::{Dir, Kind};
 use crate::error::{Code, Error, Result};
 use crate::pathsafe;
 
@@ -18,16 +17,15 @@ pub(super) fn forbidden(message: String) -> Error {
     Error::refused(Code::ForbiddenPath, message)
 }
 
-/// The directory a path of the manifest lies in, below `root`.
-pub(super) fn parent_of(root: &Path, parts: &[&str]) -> PathBuf {
-    let mut at = root.to_path_buf();
-    at.extend(&parts[..parts.len() - 1]);
-    at
+/// The directory a path of the manifest lies in, relative to the root.
+pub(super) fn parent_of(parts: &[&str]) -> PathBuf {
+    parts[..parts.len() - 1].iter().collect()
 }
 
 /// Checks every directory on the way to each entry, once each: existing
-/// ones must be directories and not links. Returns which exist.
-pub(super) fn check_dirs(root: &Path, manifest: &[FileEntry]) -> Result<HashMap<PathBuf, bool>> {
+/// ones must be directories and not links. Returns which exist, by their
+/// paths relative to the root.
+pub(super) fn check_dirs(root: &Dir, manifest: &[FileEntry]) -> Result<HashMap<PathBuf, bool>> {
     let mut known: HashMap<PathBuf, bool> = HashMap::new();
     for e in manifest {
         let parts: Vec<&str> = e.path.split('/').collect();
@@ -36,7 +34,7 @@ pub(super) fn check_dirs(root: &Path, manifest: &[FileEntry]) -> Result<HashMap<
         } else {
             parts.len() - 1
         };
-        let mut at = root.to_path_buf();
+        let mut at = PathBuf::new();
         let mut parent_exists = true;
         for p in &parts[..upto] {
             at.push(p);
@@ -44,23 +42,24 @@ pub(super) fn check_dirs(root: &Path, manifest: &[FileEntry]) -> Result<HashMap<
                 parent_exists = exists;
                 continue;
             }
+            let shown = root.shown(&at);
             let exists = parent_exists
-                && match fs::symlink_metadata(&at) {
-                    Ok(m) if m.file_type().is_symlink() => {
+                && match root.meta(&at) {
+                    Ok(Some(m)) if m.kind == Kind::Link => {
                         return Err(forbidden(format!(
                             "{} is a symbolic link; braid does not write through links",
-                            at.display()
+                            shown.display()
                         )))
                     }
-                    Ok(m) if m.is_dir() => true,
-                    Ok(_) => {
+                    Ok(Some(m)) if m.kind == Kind::Dir => true,
+                    Ok(Some(_)) => {
                         return Err(Error::refused(
                             Code::BadRequest,
-                            format!("{} exists and is not a directory", at.display()),
+                            format!("{} exists and is not a directory", shown.display()),
                         ))
                     }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-                    Err(e) => return Err(Error::io(format!("reading {}", at.display()), e)),
+                    Ok(None) => false,
+                    Err(e) => return Err(Error::io(format!("reading {}", shown.display()), e)),
                 };
             known.insert(at.clone(), exists);
             parent_exists = exists;
@@ -71,8 +70,8 @@ pub(super) fn check_dirs(root: &Path, manifest: &[FileEntry]) -> Result<HashMap<
 
 /// The manifest's own consistency: each path once, allowed, short enough,
 /// and no file that is also the directory of another entry.
-pub(super) fn check_paths(root: &Path, manifest: &[FileEntry]) -> Result<()> {
-    let root_len = root.as_os_str().len();
+pub(super) fn check_paths(root: &Dir, manifest: &[FileEntry]) -> Result<()> {
+    let root_len = root.path().as_os_str().len();
     let mut seen = HashSet::with_capacity(manifest.len());
     for e in manifest {
         let parts = pathsafe::components(&e.path)
@@ -94,7 +93,7 @@ pub(super) fn check_paths(root: &Path, manifest: &[FileEntry]) -> Result<()> {
                 format!(
                     "refusing {}...: below {} the path would pass {} bytes",
                     braid_wire::cut(&e.path, 60),
-                    root.display(),
+                    root.path().display(),
                     staging::PATH_MAX
                 ),
             ));
@@ -128,18 +127,13 @@ pub(super) fn check_paths(root: &Path, manifest: &[FileEntry]) -> Result<()> {
     Ok(())
 }
 
-/// Bytes free for an unprivileged writer on `path`'s filesystem.
-pub(super) fn free_space(path: &Path) -> Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| Error::Usage(format!("{} contains a NUL byte", path.display())))?;
-    // SAFETY: a NUL-terminated path and a zeroed struct the call fills.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(Error::io(
-            format!("reading the free space of {}", path.display()),
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+/// Bytes free for an unprivileged writer on the root's filesystem.
+pub(super) fn free_space(root: &Dir) -> Result<u64> {
+    let st = rustix::fs::fstatvfs(root).map_err(|e| {
+        Error::io(
+            format!("reading the free space of {}", root.path().display()),
+            e.into(),
+        )
+    })?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }

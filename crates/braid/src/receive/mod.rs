@@ -24,9 +24,8 @@ pub mod staging;
 mod stream;
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
-use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,8 +33,8 @@ use std::time::Duration;
 
 use braid_wire::FileEntry;
 
+use crate::beneath::{Dir, Kind};
 use crate::error::{Code, Error, Result};
-use crate::manifest::mtime_ns;
 use crate::ranges::RangeSet;
 use crate::telemetry::{human_bytes, Telemetry};
 use crate::treehash::{self, BlockHasher, BlockTree};
@@ -77,9 +76,19 @@ impl RecvOptions {
     }
 }
 
+/// The permission bits a received file or directory is given: setuid and
+/// setgid never travel (a peer's 06755 file would otherwise land as a
+/// privileged program on a server that runs as root), as rsync and scp do.
+pub fn kept_mode(mode: u32) -> u32 {
+    mode & 0o1777
+}
+
 /// One entry of the manifest being received.
 pub struct Incoming {
     pub entry: FileEntry,
+    /// Where it lands, relative to the receiving root.
+    rel: PathBuf,
+    /// The same, as messages show it.
     pub dest: PathBuf,
     names: Names,
     /// The part file, open while blocks arrive.
@@ -112,8 +121,9 @@ pub struct RecvShared {
     sizes: Vec<u64>,
     block_size: u32,
     pub tel: Arc<Telemetry>,
-    /// Held open for syncfs(2) on the root's filesystem.
-    root: File,
+    /// Everything this session touches is reached through it (see `beneath`);
+    /// also held for syncfs(2) on the root's filesystem.
+    root: Dir,
     open: AtomicUsize,
     /// Verified files and our hash of each, to publish with the next batch.
     pending: Mutex<Vec<(u32, [u8; 32])>>,
@@ -127,7 +137,8 @@ pub struct RecvShared {
 
 /// What the checks learnt of one entry before anything is created.
 struct Checked {
-    dest: PathBuf,
+    /// Relative to the root.
+    rel: PathBuf,
     names: Names,
     existing: bool,
     held: RangeSet,
@@ -140,31 +151,33 @@ impl RecvShared {
     /// until every check has passed; on an error later, what this call made
     /// is removed again.
     pub fn new(
-        root: &Path,
+        root_path: &Path,
         manifest: &[FileEntry],
         opts: &RecvOptions,
         tel: Arc<Telemetry>,
     ) -> Result<Arc<Self>> {
-        check_paths(root, manifest)?;
+        let root = Dir::open(root_path)
+            .map_err(|e| Error::io(format!("opening {}", root_path.display()), e))?;
+        check_paths(&root, manifest)?;
         let claim = opts.claims.claim(
             manifest
                 .iter()
                 .filter(|e| !e.is_dir())
-                .map(|e| root.join(&e.path))
+                .map(|e| root_path.join(&e.path))
                 .collect(),
-            |p| p.strip_prefix(root).unwrap_or(p).display().to_string(),
+            |p| p.strip_prefix(root_path).unwrap_or(p).display().to_string(),
         )?;
-        let dirs = check_dirs(root, manifest)?;
+        let dirs = check_dirs(&root, manifest)?;
         let mut swept = HashSet::new();
         let mut checked = Vec::with_capacity(manifest.len());
         for e in manifest {
             let parts: Vec<&str> = e.path.split('/').collect();
             let name = parts[parts.len() - 1];
-            let dir = parent_of(root, &parts);
-            let dest = dir.join(name);
+            let dir = parent_of(&parts);
+            let rel = dir.join(name);
             let names = Names::new(&dir, name);
             let mut c = Checked {
-                dest,
+                rel,
                 names,
                 existing: false,
                 held: RangeSet::new(),
@@ -178,14 +191,14 @@ impl RecvShared {
                 checked.push(c);
                 continue;
             }
-            if let Ok(m) = fs::symlink_metadata(&c.dest) {
-                if m.file_type().is_symlink() || m.is_dir() {
+            if let Ok(Some(m)) = root.meta(&c.rel) {
+                if m.kind != Kind::File {
                     return Err(forbidden(format!(
                         "{} exists and is not a regular file",
-                        c.dest.display()
+                        root.shown(&c.rel).display()
                     )));
                 }
-                if opts.resume && m.len() == e.size && mtime_ns(&m) == e.mtime_ns {
+                if opts.resume && m.size == e.size && m.mtime_ns == e.mtime_ns {
                     c.existing = true;
                     c.held.insert(0, e.size);
                     checked.push(c);
@@ -193,10 +206,10 @@ impl RecvShared {
                 }
             }
             if swept.insert(dir.clone()) {
-                staging::sweep(&dir, opts.partial_ttl, &[]);
+                staging::sweep(&root, &dir, opts.partial_ttl, &[]);
             }
             if opts.resume {
-                if let Some(r) = journal::read(&c.names, name, e.size, e.mtime_ns) {
+                if let Some(r) = journal::read(&root, &c.names, name, e.size, e.mtime_ns) {
                     c.held = RangeSet::from_ranges(&r);
                 }
             }
@@ -221,25 +234,24 @@ impl RecvShared {
                 ),
             ));
         }
-        let free = free_space(root)?;
+        let free = free_space(&root)?;
         if needed > free {
             return Err(Error::refused(
                 Code::NoSpace,
                 format!(
                     "no space: the files need {} and {} has {} free",
                     human_bytes(needed),
-                    root.display(),
+                    root_path.display(),
                     human_bytes(free)
                 ),
             ));
         }
-        let root_file =
-            File::open(root).map_err(|e| Error::io(format!("opening {}", root.display()), e))?;
-        let root_dev = root_file.metadata().map(|m| m.dev()).ok();
+        let root_dev = root.meta_here().map(|m| m.dev).ok();
         let mut made = Vec::new();
         let mut staged = Vec::new();
         let mut created = Vec::new();
         let built = Self::create(
+            &root,
             manifest,
             &mut checked,
             &dirs,
@@ -250,13 +262,13 @@ impl RecvShared {
         );
         if let Err(e) = built {
             for p in &created {
-                let _ = fs::remove_file(p);
+                let _ = root.remove_file(p);
             }
             for d in &staged {
-                staging::remove_if_empty(d);
+                staging::remove_if_empty(&root, d);
             }
             for d in made.iter().rev() {
-                let _ = fs::remove_dir(d);
+                let _ = root.remove_dir(d);
             }
             return Err(e);
         }
@@ -268,14 +280,15 @@ impl RecvShared {
                 let other_device = root_dev.is_some()
                     && !e.is_dir()
                     && !c.existing
-                    && staging::device(&c.names.dir) != root_dev;
+                    && staging::device(&root, &c.names.dir) != root_dev;
                 Incoming {
                     tree: BlockTree::new(
                         if c.existing || e.is_dir() { 0 } else { e.size },
                         opts.block_size,
                     ),
                     entry: e.clone(),
-                    dest: c.dest,
+                    dest: root.shown(&c.rel),
+                    rel: c.rel,
                     names: c.names,
                     file: None,
                     synced: c.held.clone(),
@@ -301,7 +314,7 @@ impl RecvShared {
             files: files.into_iter().map(Mutex::new).collect(),
             block_size: opts.block_size,
             tel,
-            root: root_file,
+            root,
             open: AtomicUsize::new(0),
             pending: Mutex::new(Vec::new()),
             made,
@@ -314,7 +327,9 @@ impl RecvShared {
     /// files of more than one block (their space claimed now), recording
     /// each for a rollback. A smaller file's part is made at its first
     /// block: the free space was checked for all of them already.
+    #[allow(clippy::too_many_arguments)]
     fn create(
+        root: &Dir,
         manifest: &[FileEntry],
         checked: &mut [Checked],
         dirs: &HashMap<PathBuf, bool>,
@@ -331,17 +346,25 @@ impl RecvShared {
         // Parents before children: a parent's path is a prefix of its child's.
         missing.sort_by_key(|d| d.as_os_str().len());
         for d in missing {
-            match fs::create_dir(d) {
+            match root.create_dir(d, 0o777) {
                 Ok(()) => made.push(d.clone()),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if !fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if !root
+                        .meta(d)
+                        .is_ok_and(|m| m.is_some_and(|m| m.kind == Kind::Dir))
+                    {
                         return Err(forbidden(format!(
                             "{} appeared meanwhile and is not a directory",
-                            d.display()
+                            root.shown(d).display()
                         )));
                     }
                 }
-                Err(e) => return Err(Error::io(format!("creating {}", d.display()), e)),
+                Err(e) => {
+                    return Err(Error::io(
+                        format!("creating {}", root.shown(d).display()),
+                        e,
+                    ))
+                }
             }
         }
         // Staging directories this session made hold no journal of an earlier one.
@@ -350,11 +373,11 @@ impl RecvShared {
             if e.is_dir() || c.existing {
                 continue;
             }
-            let dir = c.dest.parent().expect("a destination has a directory");
+            let dir = c.rel.parent().expect("a destination has a directory");
             let new_staging = match fresh.get(dir) {
                 Some(f) => *f,
                 None => {
-                    let f = staging::ensure(dir)?;
+                    let f = staging::ensure(root, dir)?;
                     fresh.insert(dir.to_path_buf(), f);
                     staged.push(dir.to_path_buf());
                     f
@@ -362,10 +385,10 @@ impl RecvShared {
             };
             if c.held.is_empty() {
                 if !new_staging {
-                    journal::remove(&c.names);
+                    journal::remove(root, &c.names);
                 }
                 if e.size > block_size as u64 {
-                    staging::create_part(&c.names.part, e.size)?;
+                    staging::create_part(root, &c.names.part, e.size)?;
                     created.push(c.names.part.clone());
                     c.part_made = true;
                 }
@@ -404,12 +427,13 @@ impl RecvShared {
                 continue;
             }
             if other_device {
-                let part = staging::open_part(&f.names.part)?;
+                let part = staging::open_part(&self.root, &f.names.part)?;
                 part.sync_data()
-                    .map_err(|e| Error::io(format!("syncing {}", f.names.part.display()), e))?;
+                    .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
             }
-            let name = f.dest.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let name = f.rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
             journal::write(
+                &self.root,
                 &f.names,
                 name,
                 f.entry.size,
@@ -471,9 +495,9 @@ impl RecvShared {
         }
         if f.file.is_none() {
             let part = if f.part_made {
-                staging::open_part(&f.names.part)?
+                staging::open_part(&self.root, &f.names.part)?
             } else {
-                staging::new_part(&f.names.part)?
+                staging::new_part(&self.root, &f.names.part)?
             };
             f.part_made = true;
             f.file = Some(part);
@@ -543,13 +567,13 @@ impl Incoming {
 
 impl Incoming {
     /// Removes the part file and journal: what they hold is of no use.
-    pub fn discard(&mut self) {
+    pub fn discard(&mut self, root: &Dir) {
         self.file = None;
         if self.part_made {
-            let _ = fs::remove_file(&self.names.part);
+            let _ = root.remove_file(&self.names.part);
         }
         if self.journaled {
-            journal::remove(&self.names);
+            journal::remove(root, &self.names);
         }
         self.part_made = false;
         self.journaled = false;
@@ -566,9 +590,11 @@ pub fn hex(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::mtime_ns;
     use crate::telemetry::Output;
     use braid_wire::MODE_DIR;
-    use std::os::unix::fs::PermissionsExt;
+    use std::fs;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn entry(path: &str, data: &[u8]) -> FileEntry {
         FileEntry {
@@ -630,7 +656,7 @@ mod tests {
         s.write(0, 6, &data[6..]).unwrap();
         s.write(0, 0, &data[..6]).unwrap();
         assert!(!root.path().join("d/f.txt").exists());
-        let part = Names::new(&root.path().join("d"), "f.txt").part;
+        let part = root.path().join(Names::new(Path::new("d"), "f.txt").part);
         assert!(part.exists());
         assert!(matches!(s.verify(0, &[0; 32]), Err(Error::Verify(_))));
         assert!(!part.exists(), "a file that fails its hash is removed");
@@ -888,6 +914,54 @@ mod tests {
         assert!(matches!(s.write(1, 0, b""), Err(Error::Protocol(_))));
     }
 
+    /// A directory of the manifest swapped for a link to a directory outside
+    /// the root before the session ends: its mode and mtime are not set there.
+    #[test]
+    fn finishing_stamps_no_directory_through_a_swapped_link() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::set_permissions(outside.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        let before = fs::metadata(outside.path()).unwrap();
+        let mut open_dir = dir("t");
+        open_dir.mode = MODE_DIR | 0o777;
+        open_dir.mtime_ns = 0;
+        let m = [open_dir, entry("t/f", b"abc")];
+        let s = open(root.path(), &m, &opts(false)).unwrap();
+        s.write(1, 0, b"abc").unwrap();
+        publish_one(&s, 1, b"abc");
+        fs::rename(root.path().join("t"), root.path().join("t.moved")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("t")).unwrap();
+        assert!(
+            s.finish().is_err(),
+            "a link in the directory's place was stamped"
+        );
+        let after = fs::metadata(outside.path()).unwrap();
+        assert_eq!(after.permissions().mode() & 0o7777, 0o700);
+        assert_eq!(mtime_ns(&after), mtime_ns(&before));
+    }
+
+    #[test]
+    fn setuid_and_setgid_bits_do_not_travel() {
+        let root = tempfile::tempdir().unwrap();
+        let mut e = entry("prog", b"#!/bin/sh");
+        e.mode = 0o6755;
+        let mut d = dir("shared");
+        d.mode = MODE_DIR | 0o3777;
+        let s = open(root.path(), &[e, d], &opts(false)).unwrap();
+        s.write(0, 0, b"#!/bin/sh").unwrap();
+        publish_one(&s, 0, b"#!/bin/sh");
+        s.finish().unwrap();
+        let mode = |p: &str| {
+            fs::metadata(root.path().join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777
+        };
+        assert_eq!(mode("prog"), 0o755);
+        assert_eq!(mode("shared"), 0o1777, "the sticky bit stays");
+    }
+
     #[test]
     fn a_failed_session_keeps_only_what_arrived() {
         let root = tempfile::tempdir().unwrap();
@@ -903,7 +977,7 @@ mod tests {
         let staging = root.path().join("got").join(staging::STAGING_DIR);
         let left: Vec<_> = fs::read_dir(&staging).unwrap().flatten().collect();
         assert_eq!(left.len(), 2, "one part file and its journal");
-        let part = Names::new(&root.path().join("got"), "some").part;
+        let part = root.path().join(Names::new(Path::new("got"), "some").part);
         let used = fs::metadata(&part).unwrap().blocks() * 512;
         assert!(used < 64 << 10, "{used} bytes kept for 4 KiB received");
         assert!(

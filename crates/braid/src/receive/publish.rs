@@ -3,13 +3,12 @@
 //! renames, one more for the directory entries); or, after a failure, kept
 //! for `--resume` or discarded.
 
-use std::fs::{self, File};
-use std::os::unix::fs::{FileExt, PermissionsExt};
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, UNIX_EPOCH};
 
-use super::{hex, journal, staging, Incoming, RecvShared};
+use super::{hex, journal, kept_mode, staging, Incoming, RecvShared};
+use crate::beneath::{self, Access, Dir};
 use crate::error::{Error, Result};
 use crate::treehash;
 
@@ -24,10 +23,10 @@ impl RecvShared {
             ))
         })?;
         let mut f = f.lock().unwrap();
-        let ours = f.check(theirs)?;
+        let ours = f.check(&self.root, theirs)?;
         if !f.existing && !f.part_made {
             // An empty file: no block ever made its part.
-            let part = staging::new_part(&f.names.part)?;
+            let part = staging::new_part(&self.root, &f.names.part)?;
             f.part_made = true;
             f.stamp(&part)?;
         }
@@ -59,22 +58,23 @@ impl RecvShared {
                 continue;
             }
             if !f.stamped || f.other_device {
-                let part = staging::open_part(&f.names.part)?;
+                let part = staging::open_part(&self.root, &f.names.part)?;
                 f.stamp(&part)?;
                 if f.other_device {
                     part.sync_all()
                         .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
                 }
             }
-            renames.push((f.names.clone(), f.dest.clone(), f.journaled));
+            renames.push((f.names.clone(), f.rel.clone(), f.dest.clone(), f.journaled));
         }
         if !renames.is_empty() {
             staging::sync_filesystem(&self.root, "the receiving root")?;
-            for (names, dest, journaled) in &renames {
-                fs::rename(&names.part, dest)
+            for (names, rel, dest, journaled) in &renames {
+                self.root
+                    .rename(&names.part, rel)
                     .map_err(|e| Error::io(format!("publishing {}", dest.display()), e))?;
                 if *journaled {
-                    journal::remove(names);
+                    journal::remove(&self.root, names);
                 }
             }
             staging::sync_filesystem(&self.root, "the receiving root")?;
@@ -91,28 +91,36 @@ impl RecvShared {
 
     /// After every file is published: the staging directories go, and
     /// directories of the manifest get their modes and mtimes, deepest first
-    /// (a read-only directory must not stop what is written below it).
+    /// (a read-only directory must not stop what is written below it). Each
+    /// is opened below the root without following a link and stamped through
+    /// its descriptor: a directory swapped for a link meanwhile is refused,
+    /// not followed to wherever it points.
     pub fn finish(&self) -> Result<()> {
         for d in &self.staged {
-            staging::remove_if_empty(d);
+            staging::remove_if_empty(&self.root, d);
         }
         let mut dirs: Vec<_> = self
             .files
             .iter()
             .filter_map(|f| {
                 let f = f.lock().unwrap();
-                f.dir
-                    .then(|| (f.dest.clone(), f.entry.mode, f.entry.mtime_ns))
+                f.dir.then(|| {
+                    (
+                        f.rel.clone(),
+                        f.dest.clone(),
+                        f.entry.mode,
+                        f.entry.mtime_ns,
+                    )
+                })
             })
             .collect();
-        dirs.sort_by_key(|(d, _, _)| std::cmp::Reverse(d.as_os_str().len()));
-        for (d, mode, mtime) in dirs {
-            let set = fs::set_permissions(&d, fs::Permissions::from_mode(mode & 0o7777))
-                .and_then(|_| File::open(&d))
-                .and_then(|f| {
-                    f.set_modified(UNIX_EPOCH + Duration::from_nanos(mtime.max(0) as u64))
-                });
-            set.map_err(|e| Error::io(format!("setting the mode of {}", d.display()), e))?;
+        dirs.sort_by_key(|(d, ..)| std::cmp::Reverse(d.as_os_str().len()));
+        for (rel, dest, mode, mtime) in dirs {
+            let set = self
+                .root
+                .dir(&rel)
+                .and_then(|d| d.stamp(kept_mode(mode), mtime));
+            set.map_err(|e| Error::io(format!("setting the mode of {}", dest.display()), e))?;
         }
         Ok(())
     }
@@ -122,7 +130,7 @@ impl RecvShared {
         for f in &self.files {
             let mut f = f.lock().unwrap();
             if !f.published && !f.existing && !f.dir {
-                f.discard();
+                f.discard(&self.root);
             }
         }
         self.tidy();
@@ -139,10 +147,10 @@ impl RecvShared {
                 continue;
             }
             if f.synced.is_empty() {
-                f.discard();
+                f.discard(&self.root);
                 continue;
             }
-            if let Ok(part) = staging::open_part(&f.names.part) {
+            if let Ok(part) = staging::open_part(&self.root, &f.names.part) {
                 for (a, b) in f.synced.missing(f.entry.size) {
                     let _ = staging::punch_hole(&part, a, b);
                 }
@@ -155,28 +163,25 @@ impl RecvShared {
     /// are left empty.
     fn tidy(&self) {
         for d in &self.staged {
-            staging::remove_if_empty(d);
+            staging::remove_if_empty(&self.root, d);
         }
         for d in self.made.iter().rev() {
-            let _ = fs::remove_dir(d);
+            let _ = self.root.remove_dir(d);
         }
     }
 }
 
 impl Incoming {
-    /// Gives the part file the entry's mode and mtime.
+    /// Gives the part file the entry's mode and mtime, through its descriptor.
     pub(super) fn stamp(&mut self, part: &File) -> Result<()> {
-        part.set_permissions(fs::Permissions::from_mode(self.entry.mode & 0o7777))
+        beneath::stamp(part, kept_mode(self.entry.mode), self.entry.mtime_ns)
             .map_err(|e| Error::io(format!("setting the mode of {}", self.dest.display()), e))?;
-        let mtime = UNIX_EPOCH + Duration::from_nanos(self.entry.mtime_ns.max(0) as u64);
-        part.set_modified(mtime)
-            .map_err(|e| Error::io(format!("setting the mtime of {}", self.dest.display()), e))?;
         self.stamped = true;
         Ok(())
     }
 
     /// Our hash of the whole file, checked against the sender's.
-    fn check(&mut self, theirs: &[u8; 32]) -> Result<[u8; 32]> {
+    fn check(&mut self, root: &Dir, theirs: &[u8; 32]) -> Result<[u8; 32]> {
         if self.published || self.verified {
             return Err(Error::Protocol(format!(
                 "{} was verified already",
@@ -192,13 +197,16 @@ impl Incoming {
             )));
         }
         let ours = if self.existing {
-            hash_path(&self.dest)?
+            root.file(&self.rel, Access::Read)
+                .and_then(|f| crate::manifest::blake3_of(&f))
+                .map(|(h, _)| h)
+                .map_err(|e| Error::io(format!("hashing {}", self.dest.display()), e))?
         } else {
-            self.tree_root()?
+            self.tree_root(root)?
         };
         if &ours != theirs {
             if !self.existing {
-                self.discard();
+                self.discard(root);
             }
             return Err(Error::Verify(format!(
                 "{}: BLAKE3 {} here, {} at the sender",
@@ -212,25 +220,19 @@ impl Incoming {
 
     /// The part file's BLAKE3 from the blocks' values, reading back the
     /// blocks that arrived before a resume or in pieces of another size.
-    fn tree_root(&mut self) -> Result<[u8; 32]> {
+    fn tree_root(&mut self, root: &Dir) -> Result<[u8; 32]> {
         let missing = self.tree.missing();
         if !missing.is_empty() {
-            let part = staging::open_part(&self.names.part)?;
+            let part = staging::open_part(root, &self.names.part)?;
             let mut buf = Vec::new();
             for (i, offset, len) in missing {
                 buf.resize(len, 0);
                 part.read_exact_at(&mut buf, offset)
-                    .map_err(|e| Error::io(format!("hashing {}", self.names.part.display()), e))?;
+                    .map_err(|e| Error::io(format!("hashing {}", self.dest.display()), e))?;
                 self.tree
                     .set(i, treehash::hash_block(&buf, offset, self.entry.size));
             }
         }
         Ok(self.tree.root().expect("every block has a value"))
     }
-}
-
-fn hash_path(p: &Path) -> Result<[u8; 32]> {
-    crate::manifest::blake3_file(p)
-        .map(|(h, _)| h)
-        .map_err(|e| Error::io(format!("hashing {}", p.display()), e))
 }

@@ -3,15 +3,18 @@
 //! part file the blocks land in and its journal, named by a hash of the
 //! destination's name. Nothing braid writes while receiving can therefore
 //! replace a user's file (a name like `.big.tmp` is the user's), follow a
-//! link a user planted, or pass the 255-byte limit on a name.
+//! link a user planted, or pass the 255-byte limit on a name. Every name
+//! here is relative to the receiving root and reached through its
+//! descriptor (see `beneath`): a staging directory swapped for a link, at
+//! any moment, leads nowhere.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::beneath::{Access, Dir, Kind};
 use crate::error::{Code, Error, Result};
 
 pub use crate::pathsafe::STAGING_DIR;
@@ -24,7 +27,8 @@ pub const PATH_MAX: usize = 4096;
 /// What the staging directory adds to a destination's directory path.
 pub const STAGING_OVERHEAD: usize = 1 + STAGING_DIR.len() + 1 + 32 + 1 + JOURNAL_NEW.len();
 
-/// The three names of one destination inside its staging directory.
+/// The names of one destination inside its staging directory, relative to
+/// the receiving root.
 #[derive(Clone, Debug)]
 pub struct Names {
     pub dir: PathBuf,
@@ -34,7 +38,7 @@ pub struct Names {
 }
 
 impl Names {
-    /// `dest_dir` is the destination's directory, `name` its file name.
+    /// `dest_dir` is the destination's directory below the root, `name` its file name.
     pub fn new(dest_dir: &Path, name: &str) -> Names {
         let dir = dest_dir.join(STAGING_DIR);
         let stem = crate::receive::hex(&blake3::hash(name.as_bytes()).as_bytes()[..16]);
@@ -49,98 +53,93 @@ impl Names {
 
 /// Makes the staging directory of `dest_dir` unless it exists; returns
 /// whether it made it. A link or a file in its place is refused.
-pub fn ensure(dest_dir: &Path) -> Result<bool> {
+pub fn ensure(root: &Dir, dest_dir: &Path) -> Result<bool> {
     let dir = dest_dir.join(STAGING_DIR);
-    match fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() => Ok(false),
-        Ok(_) => Err(Error::refused(
+    let shown = root.shown(&dir);
+    match root.meta(&dir) {
+        Ok(Some(m)) if m.kind == Kind::Dir => Ok(false),
+        Ok(Some(_)) => Err(Error::refused(
             Code::ForbiddenPath,
             format!(
                 "{} is braid's staging directory but is not a directory",
-                dir.display()
+                shown.display()
             ),
         )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::create_dir(&dir)
-                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        Ok(None) => {
+            root.create_dir(&dir, 0o700)
+                .map_err(|e| Error::io(format!("creating {}", shown.display()), e))?;
             Ok(true)
         }
-        Err(e) => Err(Error::io(format!("reading {}", dir.display()), e)),
+        Err(e) => Err(Error::io(format!("reading {}", shown.display()), e)),
     }
 }
 
 /// Removes the staging directory if nothing is left in it.
-pub fn remove_if_empty(dest_dir: &Path) {
-    let _ = fs::remove_dir(dest_dir.join(STAGING_DIR));
+pub fn remove_if_empty(root: &Dir, dest_dir: &Path) {
+    let _ = root.remove_dir(&dest_dir.join(STAGING_DIR));
 }
 
 /// Removes part files and journals of `dest_dir`'s staging directory that
 /// no session has touched for `ttl` (an abandoned transfer's leftovers),
-/// except those in `keep`.
-pub fn sweep(dest_dir: &Path, ttl: Duration, keep: &[&Path]) {
+/// except those in `keep`. The directory is opened once, without following
+/// a link, and each name is looked at and removed relative to it: a link
+/// put in its place, before or during the sweep, leads the sweep nowhere.
+pub fn sweep(root: &Dir, dest_dir: &Path, ttl: Duration, keep: &[&Path]) {
     let dir = dest_dir.join(STAGING_DIR);
-    // Only braid's own directory: a link in its place must not lead the sweep elsewhere.
-    if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+    let Ok(staging) = root.dir(&dir) else {
         return;
-    }
-    let Ok(entries) = fs::read_dir(&dir) else {
+    };
+    let Ok(entries) = staging.entries() else {
         return;
     };
     let now = SystemTime::now();
-    for e in entries.flatten() {
-        let path = e.path();
-        if keep.contains(&path.as_path()) {
+    for (name, kind) in entries {
+        let name = Path::new(&name);
+        if kind != Kind::File || keep.contains(&dir.join(name).as_path()) {
             continue;
         }
-        let old = e
-            .metadata()
+        let old = staging
+            .meta(name)
             .ok()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| now.duration_since(t).ok())
+            .flatten()
+            .filter(|m| m.kind == Kind::File)
+            .and_then(|m| {
+                let t = UNIX_EPOCH + Duration::from_nanos(m.mtime_ns.max(0) as u64);
+                now.duration_since(t).ok()
+            })
             .is_some_and(|age| age > ttl);
         if old {
-            let _ = fs::remove_file(&path);
+            let _ = staging.remove_file(name);
         }
     }
 }
 
 /// Opens an existing part file for writing, never through a link.
-pub fn open_part(part: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(part)
-        .map_err(|e| Error::io(format!("opening {}", part.display()), e))
+pub fn open_part(root: &Dir, part: &Path) -> Result<File> {
+    root.file(part, Access::Write)
+        .map_err(|e| Error::io(format!("opening {}", root.shown(part).display()), e))
 }
 
 /// Makes a fresh, empty part file (or empties a stale one: the staging
 /// directory is braid's alone, and no live session holds the name).
-pub fn new_part(part: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(part)
-        .map_err(|e| Error::io(format!("creating {}", part.display()), e))
+pub fn new_part(root: &Dir, part: &Path) -> Result<File> {
+    root.file(part, Access::Create)
+        .map_err(|e| Error::io(format!("creating {}", root.shown(part).display()), e))
 }
 
 /// Makes a fresh part file of `size` bytes with its space claimed, so a
 /// full disk shows up before any data moves.
-pub fn create_part(part: &Path, size: u64) -> Result<()> {
-    let file = new_part(part)?;
+pub fn create_part(root: &Dir, part: &Path, size: u64) -> Result<()> {
+    let file = new_part(root, part)?;
     if size > 0 {
         // SAFETY: fallocate on an fd we own, with in-range arguments.
         let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
         if rc != 0 {
             let e = io::Error::last_os_error();
             drop(file);
-            let _ = fs::remove_file(part);
+            let _ = root.remove_file(part);
             return Err(Error::io(
-                format!("allocating {size} bytes for {}", part.display()),
+                format!("allocating {size} bytes for {}", root.shown(part).display()),
                 e,
             ));
         }
@@ -189,9 +188,9 @@ pub fn is_zero(data: &[u8]) -> bool {
 /// Makes what was written to files on `fd`'s filesystem durable: one
 /// call for a batch of files, where an fsync per file costs a journal
 /// commit each.
-pub fn sync_filesystem(fd: &impl AsRawFd, what: &str) -> Result<()> {
+pub fn sync_filesystem(fd: impl std::os::fd::AsFd, what: &str) -> Result<()> {
     // SAFETY: syncfs on an fd we hold open.
-    if unsafe { libc::syncfs(fd.as_raw_fd()) } == 0 {
+    if unsafe { libc::syncfs(fd.as_fd().as_raw_fd()) } == 0 {
         Ok(())
     } else {
         Err(Error::io(
@@ -201,28 +200,32 @@ pub fn sync_filesystem(fd: &impl AsRawFd, what: &str) -> Result<()> {
     }
 }
 
-/// The device a path lives on.
-pub fn device(p: &Path) -> Option<u64> {
-    fs::metadata(p).ok().map(|m| m.dev())
+/// The device a directory below the root lives on.
+pub fn device(root: &Dir, dir: &Path) -> Option<u64> {
+    root.dir(dir)
+        .and_then(|d| d.meta_here())
+        .ok()
+        .map(|m| m.dev)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn names_are_hidden_fixed_length_and_per_name() {
         let long = "n".repeat(255);
-        let a = Names::new(Path::new("/r/d"), &long);
-        let b = Names::new(Path::new("/r/d"), "n");
-        assert!(a.part.starts_with("/r/d/.braid-partial"));
+        let a = Names::new(Path::new("r/d"), &long);
+        let b = Names::new(Path::new("r/d"), "n");
+        assert!(a.part.starts_with("r/d/.braid-partial"));
         assert_ne!(a.part, b.part);
         for p in [&a.part, &a.journal, &a.journal_new] {
             let name = p.file_name().unwrap().len();
             assert!(name <= 32 + 1 + JOURNAL_NEW.len(), "{p:?}");
         }
         assert_eq!(
-            a.journal_new.as_os_str().len() - Path::new("/r/d").as_os_str().len(),
+            a.journal_new.as_os_str().len() - Path::new("r/d").as_os_str().len(),
             STAGING_OVERHEAD
         );
     }
@@ -242,14 +245,30 @@ mod tests {
         assert!(!is_zero(&[7]));
     }
 
+    fn root(d: &tempfile::TempDir) -> Dir {
+        Dir::open(d.path()).unwrap()
+    }
+
     #[test]
     fn a_link_or_file_in_the_staging_place_is_refused() {
         let d = tempfile::tempdir().unwrap();
-        assert!(ensure(d.path()).unwrap());
-        assert!(!ensure(d.path()).unwrap());
+        assert!(ensure(&root(&d), Path::new("")).unwrap());
+        assert!(!ensure(&root(&d), Path::new("")).unwrap());
         let e = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("/tmp", e.path().join(STAGING_DIR)).unwrap();
-        assert!(matches!(ensure(e.path()), Err(Error::Refused { .. })));
+        assert!(matches!(
+            ensure(&root(&e), Path::new("")),
+            Err(Error::Refused { .. })
+        ));
+    }
+
+    fn age(p: &Path) {
+        File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(7200))
+            .unwrap();
     }
 
     #[test]
@@ -258,34 +277,64 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         let victim = elsewhere.path().join("old");
         fs::write(&victim, b"keep").unwrap();
-        File::options()
-            .write(true)
-            .open(&victim)
-            .unwrap()
-            .set_modified(SystemTime::now() - Duration::from_secs(7200))
-            .unwrap();
+        age(&victim);
         std::os::unix::fs::symlink(elsewhere.path(), d.path().join(STAGING_DIR)).unwrap();
-        sweep(d.path(), Duration::from_secs(3600), &[]);
+        sweep(&root(&d), Path::new(""), Duration::from_secs(3600), &[]);
         assert!(victim.exists());
+    }
+
+    /// The staging directory swapped for a link again and again while
+    /// sweeps run: not one file outside is removed.
+    #[test]
+    fn a_sweep_racing_a_swap_to_a_link_removes_nothing_outside() {
+        let d = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            let v = elsewhere.path().join(format!("old{i}"));
+            fs::write(&v, b"keep").unwrap();
+            age(&v);
+        }
+        let real = d.path().join("real");
+        let staging = d.path().join(STAGING_DIR);
+        fs::create_dir(&real).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (stop, real, staging, target) = (
+                stop.clone(),
+                real.clone(),
+                staging.clone(),
+                elsewhere.path().to_owned(),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = fs::rename(&real, &staging);
+                    let _ = fs::rename(&staging, &real);
+                    let _ = std::os::unix::fs::symlink(&target, &staging);
+                    let _ = fs::remove_file(&staging);
+                }
+            })
+        };
+        let r = root(&d);
+        for _ in 0..2000 {
+            sweep(&r, Path::new(""), Duration::from_secs(3600), &[]);
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 50);
     }
 
     #[test]
     fn a_sweep_removes_only_what_is_old() {
         let d = tempfile::tempdir().unwrap();
-        ensure(d.path()).unwrap();
-        let n = Names::new(d.path(), "f");
-        create_part(&n.part, 10).unwrap();
-        fs::write(&n.journal, b"{}").unwrap();
-        sweep(d.path(), Duration::from_secs(3600), &[]);
-        assert!(n.part.exists());
-        let old = SystemTime::now() - Duration::from_secs(7200);
-        File::options()
-            .write(true)
-            .open(&n.part)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
-        sweep(d.path(), Duration::from_secs(3600), &[]);
-        assert!(!n.part.exists() && n.journal.exists());
+        let r = root(&d);
+        ensure(&r, Path::new("")).unwrap();
+        let n = Names::new(Path::new(""), "f");
+        create_part(&r, &n.part, 10).unwrap();
+        fs::write(d.path().join(&n.journal), b"{}").unwrap();
+        sweep(&r, Path::new(""), Duration::from_secs(3600), &[]);
+        assert!(d.path().join(&n.part).exists());
+        age(&d.path().join(&n.part));
+        sweep(&r, Path::new(""), Duration::from_secs(3600), &[]);
+        assert!(!d.path().join(&n.part).exists() && d.path().join(&n.journal).exists());
     }
 }
