@@ -184,6 +184,10 @@ pub struct ServeArgs {
     /// Bytes of one session's manifest (its paths and fields), e.g. 256M.
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     max_manifest: u64,
+    /// Memory the manifests of all live sessions may hold together, e.g. 1G (about 0.5 KB
+    /// an entry and its path); a session past it is told to try again later.
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    max_manifests: u64,
     /// Blocks of one session's files (hash state is kept per block); a client
     /// over it is told to use a larger --block-size.
     #[arg(long, default_value_t = server::Limits::default().blocks)]
@@ -191,6 +195,10 @@ pub struct ServeArgs {
     /// Hours after which an abandoned transfer's part files are removed.
     #[arg(long, default_value_t = server::Limits::default().partial_ttl.as_secs() / 3600)]
     partial_ttl: u64,
+    /// Seconds a session may say nothing on any of its connections before it is ended
+    /// (clients that wait say so every 10 s; at least 30).
+    #[arg(long, default_value_t = server::Limits::default().idle.as_secs())]
+    idle_timeout: u64,
     /// Allow unsealed sessions to clients that ask for one (--plain), for measurements on
     /// a link both ends trust. Sessions are sealed unless both ends agree.
     #[arg(long)]
@@ -605,7 +613,17 @@ fn limits(a: &ServeArgs) -> Result<server::Limits> {
                 .into(),
         ));
     }
+    if a.idle_timeout < 3 * braid::conn::KEEPALIVE.as_secs() {
+        return Err(Error::Usage(format!(
+            "--idle-timeout {} is too short: clients that wait say so every {} s; at least {}",
+            a.idle_timeout,
+            braid::conn::KEEPALIVE.as_secs(),
+            3 * braid::conn::KEEPALIVE.as_secs()
+        )));
+    }
     Ok(server::Limits {
+        idle: Duration::from_secs(a.idle_timeout),
+        manifests: usize::try_from(a.max_manifests).unwrap_or(usize::MAX),
         connections: a.max_connections,
         unauthenticated: a.max_unauthenticated,
         handshake: Duration::from_secs_f64(a.handshake_timeout),

@@ -19,6 +19,8 @@ use crate::telemetry::Telemetry;
 const CHUNK: usize = 128 * 1024;
 /// After the sender's close, how long the last bytes of its streams may take to arrive.
 const TAIL: Duration = Duration::from_secs(5);
+/// How often a receiving end's wait for the sender's close looks at the session's silence.
+const IDLE_LOOK: Duration = Duration::from_secs(1);
 
 fn stalled(e: &std::io::Error) -> bool {
     matches!(
@@ -114,7 +116,6 @@ pub fn receive(
     over: &Cancel,
 ) -> u64 {
     tel.set_socket(stream, conn.stream());
-    let _ = conn.stream().set_read_timeout(None);
     // A shutdown ends the blocked read; the reset follows below, once no
     // thread waits on the socket (Linux refuses to dissolve one that has).
     let _woken = wake_on(cancel, tel, stream, Shutdown::Read);
@@ -164,7 +165,8 @@ pub fn close_sending(
 /// within a few seconds is not waited for.
 fn answer(ctrl: &mut Conn, life: &Life) -> Result<Message> {
     if life.interrupted() {
-        let _ = ctrl.stream().set_read_timeout(Some(Duration::from_secs(3)));
+        ctrl.r
+            .set_deadline(Some(Instant::now() + Duration::from_secs(3)));
     }
     ctrl.recv().map_err(|e| {
         if life.interrupted() {
@@ -194,6 +196,7 @@ pub fn close_receiving(
         let bell = Arc::clone(&bell);
         move || bell.ring()
     });
+    let began = Instant::now();
     loop {
         bell.clear();
         let c = life.tally.counts();
@@ -201,9 +204,14 @@ pub fn close_receiving(
         if life.abort.is_set()
             || (c.started > 0 && c.finished >= c.started)
             || left.is_zero()
-            || ctrl.r.wait_readable_or(&bell, left)
+            || ctrl.r.wait_readable_or(&bell, left.min(IDLE_LOOK))
         {
             break;
+        }
+        // A sender that attached nothing and says nothing is not waited for
+        // as long as its bench would last.
+        if let Some(e) = ctrl.r.idle_error(began) {
+            return Err(e);
         }
     }
     let said = answer(ctrl, life);

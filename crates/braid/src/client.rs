@@ -13,7 +13,7 @@ use std::time::Duration;
 use braid_wire::{FileEntry, Kind, Message, SessionParams, FLAG_RESUME};
 
 use crate::cancel::Cancel;
-use crate::conn::Conn;
+use crate::conn::{self, Conn, Idle};
 use crate::driver::{self, BenchRole, Run, Sending, Side};
 use crate::engine::{self, Notes};
 use crate::error::{Error, Result};
@@ -72,6 +72,8 @@ struct Opened {
     ctrl: Conn,
     agreed: Agreed,
     addr: SocketAddr,
+    /// The session's rule for silence, on every one of its connections.
+    idle: Idle,
 }
 
 fn open(cfg: &Config) -> Result<Opened> {
@@ -83,7 +85,14 @@ fn open(cfg: &Config) -> Result<Opened> {
                 let _ = s.set_nodelay(true);
                 let mut ctrl = Conn::new(s).map_err(|e| Error::io("cloning a socket", e))?;
                 let agreed = session::client_handshake(&mut ctrl, &cfg.token, cfg.plain)?;
-                return Ok(Opened { ctrl, agreed, addr });
+                let idle = Idle::new(conn::IDLE);
+                ctrl.set_idle(&idle);
+                return Ok(Opened {
+                    ctrl,
+                    agreed,
+                    addr,
+                    idle,
+                });
             }
             Err(e) => last = Some(e),
         }
@@ -145,6 +154,7 @@ fn dialer<'a>(
     cfg: &'a Config,
     addr: SocketAddr,
     agreed: Agreed,
+    idle: Idle,
     session: u64,
     sending: Option<&'a Sending>,
 ) -> impl Fn(usize) -> Result<Conn> + Sync + 'a {
@@ -155,7 +165,9 @@ fn dialer<'a>(
         let control = control.as_ref().map(|(c, maps)| (c, *maps));
         let s = session::connect(addr, &cfg.sock, control)?;
         let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
-        session::attach(s, session, i as u16, n, &agreed)
+        let mut conn = session::attach(s, session, i as u16, n, &agreed)?;
+        conn.set_idle(&idle);
+        Ok(conn)
     }
 }
 
@@ -209,7 +221,14 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     };
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
-    let dial = dialer(cfg, o.addr, o.agreed, session, sending.as_ref());
+    let dial = dialer(
+        cfg,
+        o.addr,
+        o.agreed,
+        o.idle.clone(),
+        session,
+        sending.as_ref(),
+    );
     let role = match &sending {
         Some(sending) => BenchRole::Send {
             sending,
@@ -259,8 +278,13 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let n = plan::initial_streams(&cfg.params);
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
-    let Opened { ctrl, agreed, addr } = o;
-    let dial = dialer(cfg, addr, agreed, session, Some(&sending));
+    let Opened {
+        ctrl,
+        agreed,
+        addr,
+        idle,
+    } = o;
+    let dial = dialer(cfg, addr, agreed, idle, session, Some(&sending));
     let mut steer = SessionSteer::new(cfg, session, true);
     let run = Run {
         tel: &tel,
@@ -311,7 +335,8 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         .collect();
     session::send_manifest(&mut o.ctrl, &wanted)?;
     let (session, ran) = accepted(&mut o.ctrl, cfg)?;
-    let files = session::recv_manifest(&mut o.ctrl, ManifestLimits::default());
+    let files = session::recv_manifest(&mut o.ctrl, ManifestLimits::default())
+        .and_then(|f| manifest::check_offer(remote, &f).map(|_| f));
     let files = o.ctrl.tell(files)?;
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
@@ -325,7 +350,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
         .tell(RecvShared::new(local, &files, &opts, tel.clone()))?;
     engine::send_held(&mut o.ctrl, &shared)?;
     let sampler = tel.spawn_sampler(cfg.interval);
-    let dial = dialer(cfg, o.addr, o.agreed, session, None);
+    let dial = dialer(cfg, o.addr, o.agreed, o.idle.clone(), session, None);
     let run = Run {
         tel: &tel,
         cancel: &cfg.cancel,

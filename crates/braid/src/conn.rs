@@ -24,8 +24,49 @@ pub struct Conn {
     pub w: FrameWriter,
 }
 
-/// When a session last heard from its peer, on any of its connections: an
-/// end that hears nothing for long gives the session up.
+/// How long an end waits on a session that says nothing, on any of its
+/// connections, before it gives the session up (the server's is a limit of
+/// its own). Far above any round trip, and several keepalives long.
+pub const IDLE: Duration = Duration::from_secs(60);
+/// An end with nothing else to say on the control connection for this long
+/// says `Keepalive`: an end busy hashing or publishing is not silent.
+pub const KEEPALIVE: Duration = Duration::from_secs(10);
+/// A blocked read or write wakes this often to look at the session's silence.
+const SLICE: Duration = Duration::from_secs(2);
+
+/// A session's rule for silence: a read or write that has waited `limit`,
+/// while the session heard nothing for as long on any connection, fails.
+#[derive(Clone, Debug)]
+pub struct Idle {
+    pub heard: Arc<Heard>,
+    pub limit: Duration,
+}
+
+impl Idle {
+    pub fn new(limit: Duration) -> Idle {
+        Idle {
+            heard: Heard::new(),
+            limit,
+        }
+    }
+
+    /// A wait that began at `began` has lasted too long, and so has the silence.
+    fn expired(&self, began: Instant) -> bool {
+        began.elapsed() >= self.limit && self.heard.silent_for() >= self.limit
+    }
+
+    fn error(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the peer said nothing for {} s on any of the session's connections",
+                self.limit.as_secs()
+            ),
+        )
+    }
+}
+
+/// When a session last heard from its peer, on any of its connections.
 #[derive(Debug)]
 pub struct Heard {
     base: Instant,
@@ -71,7 +112,7 @@ pub struct FrameReader {
     limit: u32,
     /// Reads fail once this passes (the whole handshake, not each read).
     deadline: Option<Instant>,
-    heard: Option<Arc<Heard>>,
+    idle: Option<Idle>,
 }
 
 /// A frame buffer grows by at most this much ahead of the bytes that came:
@@ -92,6 +133,9 @@ pub struct FrameWriter {
     staged: (usize, usize),
     out: Vec<u8>,
     pub peer: String,
+    idle: Option<Idle>,
+    /// When a frame last went out whole: a keepalive is due `KEEPALIVE` after.
+    last_sent: Instant,
 }
 
 /// Why reading the plaintext stream stopped.
@@ -121,7 +165,7 @@ impl Conn {
                 peer: peer.clone(),
                 limit: MAX_FRAME,
                 deadline: None,
-                heard: None,
+                idle: None,
             },
             w: FrameWriter {
                 writer,
@@ -131,8 +175,22 @@ impl Conn {
                 staged: (0, 0),
                 out: Vec::new(),
                 peer,
+                idle: None,
+                last_sent: Instant::now(),
             },
         })
+    }
+
+    /// From now on a read or write that waits `idle.limit` while the session
+    /// is silent as long fails, and whatever arrives here counts as heard.
+    pub fn set_idle(&mut self, idle: &Idle) {
+        self.r.idle = Some(idle.clone());
+        self.w.idle = Some(idle.clone());
+        if self.r.deadline.is_none() {
+            let _ = self.stream().set_read_timeout(Some(SLICE));
+        }
+        let _ = self.stream().set_write_timeout(Some(SLICE));
+        idle.heard.touch();
     }
 
     /// From now on everything either way is sealed with `keys`.
@@ -168,12 +226,13 @@ impl Conn {
     pub fn send_or_reason(&mut self, m: &Message) -> Result<()> {
         match self.w.send(m) {
             Err(e @ Error::Connect { .. }) => {
-                let _ = self.stream().set_read_timeout(Some(Duration::from_secs(2)));
+                self.r
+                    .set_deadline(Some(Instant::now() + Duration::from_secs(2)));
                 let reason = match self.r.recv_opt() {
                     Ok(Some(Message::Error { code, message })) => Error::Remote { code, message },
                     _ => e,
                 };
-                let _ = self.stream().set_read_timeout(None);
+                self.r.set_deadline(None);
                 Err(reason)
             }
             r => r,
@@ -208,7 +267,44 @@ impl FrameWriter {
             self.writer.write_all(&out).map_err(|e| self.fail(e))
         };
         self.out = out;
+        if sent.is_ok() {
+            self.last_sent = Instant::now();
+        }
         sent
+    }
+
+    /// Says `Keepalive` if nothing went out for `KEEPALIVE`.
+    pub fn keepalive(&mut self) -> Result<()> {
+        if self.last_sent.elapsed() >= KEEPALIVE {
+            self.send(&Message::Keepalive)?;
+        }
+        Ok(())
+    }
+
+    /// When the next keepalive is due.
+    pub fn keepalive_at(&self) -> Instant {
+        self.last_sent + KEEPALIVE
+    }
+
+    /// Writes `rec[a..b]` whole. A write the peer does not take for long
+    /// fails once the session has been silent as long (see [`Idle`]).
+    fn write_rec(&mut self, a: usize, b: usize) -> Result<()> {
+        let began = Instant::now();
+        let mut at = a;
+        while at < b {
+            match self.writer.write(&self.rec[at..b]) {
+                Ok(0) => return Err(self.fail(io::ErrorKind::WriteZero.into())),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => match &self.idle {
+                    Some(idle) if !idle.expired(began) => {}
+                    Some(idle) => return Err(self.fail(idle.error())),
+                    None => return Err(self.fail(e)),
+                },
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+        Ok(())
     }
 
     /// Sends bytes already encoded as frames, as they are (a hand-made
@@ -258,9 +354,7 @@ impl FrameWriter {
         }
         self.seal_record(DATA)?;
         let (a, b) = std::mem::take(&mut self.staged);
-        self.writer
-            .write_all(&self.rec[a..b])
-            .map_err(|e| self.fail(e))
+        self.write_rec(a, b)
     }
 
     /// Sends a frame and then `len` bytes of data, each piece of which
@@ -328,7 +422,7 @@ impl FrameWriter {
         let whole = self.staged.0 == self.staged.1;
         if whole && self.seal.is_some() && self.seal_record(END).is_ok() {
             let (a, b) = std::mem::take(&mut self.staged);
-            let _ = self.writer.write_all(&self.rec[a..b]);
+            let _ = self.write_rec(a, b);
         }
         let _ = self.writer.shutdown(std::net::Shutdown::Write);
     }
@@ -373,17 +467,21 @@ impl FrameReader {
     pub fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.deadline = deadline;
         if deadline.is_none() {
-            let _ = self.reader.get_ref().set_read_timeout(None);
+            let slice = self.idle.as_ref().map(|_| SLICE);
+            let _ = self.reader.get_ref().set_read_timeout(slice);
         }
     }
 
-    /// Every record that opens (every frame, before sealing) counts as the
-    /// peer heard from, in `heard`.
-    pub fn set_heard(&mut self, heard: Arc<Heard>) {
-        self.heard = Some(heard);
+    /// For a loop that polls rather than reads: the session's silence, if a
+    /// wait that began at `began` has lasted too long under its rule.
+    pub fn idle_error(&self, began: Instant) -> Option<Error> {
+        let idle = self.idle.as_ref()?;
+        idle.expired(began)
+            .then(|| Error::connect(format!("waiting for {}", self.peer), idle.error()))
     }
 
-    /// One read of raw bytes, bounded by the deadline if there is one.
+    /// One read of raw bytes, bounded by the deadline if there is one, else
+    /// by the session's rule for silence if it has one.
     fn read_raw(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(d) = self.deadline {
             let left = d.saturating_duration_since(Instant::now());
@@ -391,8 +489,19 @@ impl FrameReader {
                 return Err(io::ErrorKind::TimedOut.into());
             }
             self.reader.get_ref().set_read_timeout(Some(left))?;
+            return self.reader.read(buf);
         }
-        self.reader.read(buf)
+        let began = Instant::now();
+        loop {
+            match self.reader.read(buf) {
+                Err(e) if timed_out(&e) => match &self.idle {
+                    Some(idle) if !idle.expired(began) => {}
+                    Some(idle) => return Err(idle.error()),
+                    None => return Err(e),
+                },
+                r => return r,
+            }
+        }
     }
 
     /// Fills `buf` with raw bytes unless the stream ends first; returns how much came.
@@ -431,12 +540,12 @@ impl FrameReader {
             Err(e) => Err(Fault::Io(e)),
         };
         self.rec = rec;
+        if let Some(idle) = &self.idle {
+            idle.heard.touch();
+        }
         match opened? {
             Opened::Data(r) => {
                 (self.at, self.end) = (r.start, r.end);
-                if let Some(h) = &self.heard {
-                    h.touch();
-                }
                 Ok(true)
             }
             Opened::End => {
@@ -465,9 +574,6 @@ impl FrameReader {
                     r => break r.map_err(Fault::Io)?,
                 }
             };
-            if let (Some(h), true) = (&self.heard, n > 0) {
-                h.touch();
-            }
             return Ok(n);
         }
         if !self.more()? {
@@ -495,16 +601,17 @@ impl FrameReader {
 
     fn error(&self, f: Fault) -> Error {
         match f {
-            Fault::Io(e) => match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::connect(
-                    format!("waiting for {}", self.peer),
-                    io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "nothing arrived within the time allowed",
-                    ),
+            Fault::Io(e) if timed_out(&e) && e.get_ref().is_some() => {
+                Error::connect(format!("waiting for {}", self.peer), e)
+            }
+            Fault::Io(e) if timed_out(&e) => Error::connect(
+                format!("waiting for {}", self.peer),
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "nothing arrived within the time allowed",
                 ),
-                _ => Error::connect(format!("receiving from {}", self.peer), e),
-            },
+            ),
+            Fault::Io(e) => Error::connect(format!("receiving from {}", self.peer), e),
             Fault::Seal(e) => Error::Tampered(format!("from {}: {e}", self.peer)),
             Fault::Cut(why) => Error::connect(
                 format!("receiving from {}", self.peer),
@@ -533,8 +640,18 @@ impl FrameReader {
     }
 
     /// The next message; a clean end of stream (the peer's sealed end, once
-    /// sealed) is `Ok(None)`.
+    /// sealed) is `Ok(None)`. A `Keepalive` is no message: it only counts as
+    /// the peer heard from.
     pub fn recv_opt(&mut self) -> Result<Option<Message>> {
+        loop {
+            match self.recv_frame()? {
+                Some(Message::Keepalive) => {}
+                m => return Ok(m),
+            }
+        }
+    }
+
+    fn recv_frame(&mut self) -> Result<Option<Message>> {
         let mut len = [0u8; 4];
         match self.fill(&mut len) {
             Ok(0) => return Ok(None),
@@ -624,6 +741,14 @@ impl FrameReader {
     pub fn read_some(&mut self, buf: &mut [u8]) -> Result<usize> {
         self.read_plain(buf).map_err(|e| self.error(e))
     }
+}
+
+/// A read or write that ran into its socket's timeout.
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// Whether `fd` has something to read (a connection to accept, for a

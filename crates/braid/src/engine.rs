@@ -251,6 +251,34 @@ pub struct Arrivals {
     rx: Receiver<Arrival>,
     wake: Sender<Arrival>,
     tally: Tally,
+    live: Arc<Live>,
+}
+
+/// Connections of each stream index that are open: a stream dialled again
+/// may overlap the connection it replaces for a moment, no more. A peer that
+/// attaches the same stream over and over gets no thread and no buffers for it.
+#[derive(Default)]
+struct Live(Mutex<std::collections::HashMap<u16, usize>>);
+
+/// Open connections one stream index may have at once.
+pub const LIVE_PER_STREAM: usize = 2;
+
+impl Live {
+    fn enter(&self, stream: u16) -> bool {
+        let mut m = self.0.lock().unwrap();
+        let n = m.entry(stream).or_insert(0);
+        if *n >= LIVE_PER_STREAM {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn leave(&self, stream: u16) {
+        if let Some(n) = self.0.lock().unwrap().get_mut(&stream) {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 impl Arrivals {
@@ -258,9 +286,11 @@ impl Arrivals {
     pub fn channel() -> (Door, Arrivals) {
         let (tx, rx) = mpsc::channel();
         let tally = Tally::default();
+        let live = Arc::new(Live::default());
         let door = Door {
             tx: tx.clone(),
             tally: tally.clone(),
+            live: Arc::clone(&live),
         };
         (
             door,
@@ -268,6 +298,7 @@ impl Arrivals {
                 rx,
                 wake: tx,
                 tally,
+                live,
             },
         )
     }
@@ -281,16 +312,26 @@ impl Arrivals {
 pub struct Door {
     tx: Sender<Arrival>,
     tally: Tally,
+    live: Arc<Live>,
 }
 
 impl Door {
     /// Counts the stream in, runs `welcome` (the attach's answer) and hands
     /// the connection to the session; a welcome that fails, or a session that
-    /// is gone, counts it out again.
+    /// is gone, counts it out again. A stream that has `LIVE_PER_STREAM`
+    /// connections open already is refused.
     pub fn admit(&self, stream: u16, mut conn: Conn, welcome: impl FnOnce(&mut Conn) -> bool) {
+        if !self.live.enter(stream) {
+            conn.send_error(&Error::refused(
+                crate::error::Code::Unavailable,
+                format!("stream {stream} has {LIVE_PER_STREAM} connections open already"),
+            ));
+            return;
+        }
         self.tally.start();
         if !welcome(&mut conn) || self.tx.send(Some((stream, conn))).is_err() {
             self.tally.lost();
+            self.live.leave(stream);
         }
     }
 }
@@ -388,6 +429,8 @@ impl Streams<'_> {
                     Ok(None) => continue,
                     Err(_) => break,
                 };
+                let live = Arc::clone(&incoming.live);
+                let leave = move || live.leave(i);
                 let i = i as usize;
                 // Streams may join a running session, up to the engine's limit.
                 if i >= MAX_STREAMS as usize {
@@ -396,6 +439,7 @@ impl Streams<'_> {
                         "stream {i}: a session has at most {MAX_STREAMS}"
                     )));
                     self.tally.lost();
+                    leave();
                     continue;
                 }
                 if seen.len() <= i {
@@ -405,20 +449,24 @@ impl Streams<'_> {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                 }
                 seen[i] = true;
-                scope.spawn(move || match work(i, conn) {
-                    StreamEnd::Finished => self.tally.finish(),
-                    StreamEnd::Fatal(e) => self.abort.fail(e),
-                    StreamEnd::Lost(why) => {
-                        self.tally.lost();
-                        if !self.done.is_cancelled() {
-                            self.notes.say(
-                                "stream_lost",
-                                i,
-                                &why,
-                                &format!(
+                scope.spawn(move || {
+                    let end = work(i, conn);
+                    leave();
+                    match end {
+                        StreamEnd::Finished => self.tally.finish(),
+                        StreamEnd::Fatal(e) => self.abort.fail(e),
+                        StreamEnd::Lost(why) => {
+                            self.tally.lost();
+                            if !self.done.is_cancelled() {
+                                self.notes.say(
+                                    "stream_lost",
+                                    i,
+                                    &why,
+                                    &format!(
                                     "stream {i} lost ({why}); waiting for the peer to reconnect"
                                 ),
-                            );
+                                );
+                            }
                         }
                     }
                 });
@@ -558,7 +606,10 @@ pub fn drive_sender(
                 Action::Fail(e) => return fail(&mut w, e),
             }
         }
-        let until = [tick, close_by].into_iter().flatten().min();
+        let until = [tick, close_by, Some(w.keepalive_at())]
+            .into_iter()
+            .flatten()
+            .min();
         let ev = match until {
             None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(t) => events.recv_timeout(t.saturating_duration_since(Instant::now())),
@@ -569,6 +620,11 @@ pub fn drive_sender(
                 return Err(Error::Protocol("the session's event channel closed".into()))
             }
             Err(RecvTimeoutError::Timeout) => {
+                // Hashing a large file can keep this end from saying anything.
+                if let Err(e) = w.keepalive() {
+                    shared.abort();
+                    return Err(e);
+                }
                 if close_by.is_some_and(|t| now >= t) {
                     shared.abort();
                     return Err(Error::Protocol(
@@ -727,6 +783,9 @@ pub fn drive_receiver(
         })
     });
     let mut core = ReceiverCore::new(Instant::now());
+    // Since the sender last said something here: the session's rule for
+    // silence applies to this loop, which polls rather than reads.
+    let mut waiting_since = Instant::now();
     let publish = |core: &mut ReceiverCore| -> Result<()> {
         core.published();
         for (file, hash) in shared.publish()? {
@@ -739,11 +798,21 @@ pub fn drive_receiver(
         if core.journal_due(now) {
             shared.sync_journals()?;
         }
+        // Publishing and journaling can keep this end from saying anything.
+        let keepalive_at = {
+            let mut w = w.lock().unwrap();
+            w.keepalive()?;
+            w.keepalive_at()
+        };
         let wait = core
             .publish_in(now)
             .unwrap_or(Duration::MAX)
-            .min(core.journal_at().saturating_duration_since(now));
+            .min(core.journal_at().saturating_duration_since(now))
+            .min(keepalive_at.saturating_duration_since(now));
         if !r.wait_readable(wait) {
+            if let Some(e) = r.idle_error(waiting_since) {
+                return Err(e);
+            }
             // The sender went quiet (or the batch is old): publish what is verified.
             if core.publish_in(Instant::now()).is_some() {
                 publish(&mut core)?;
@@ -761,6 +830,7 @@ pub fn drive_receiver(
             }
             Err(e) => return Err(e),
         };
+        waiting_since = Instant::now();
         match core.on_control(m)? {
             Step::Verify { file, hash } => {
                 shared.verify(file, &hash)?;
@@ -785,7 +855,8 @@ pub fn drive_receiver(
     })();
     if let Err(e) = &result {
         // Best effort: the peer may have gone, or have said why itself.
-        if !matches!(e, Error::Remote { .. } | Error::Connect { .. }) {
+        // A peer that went silent is still there to hear why it is dropped.
+        if e.is_timeout() || !matches!(e, Error::Remote { .. } | Error::Connect { .. }) {
             w.lock().unwrap().send_error(e);
         }
         life.abort.stop();

@@ -97,6 +97,11 @@ impl Error {
         }
     }
 
+    /// The peer said nothing for longer than allowed (the connection itself may be fine).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Connect { source, .. } if matches!(source.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock))
+    }
+
     /// Nothing listens at the address: the case where starting the far end over ssh helps.
     pub fn is_refused(&self) -> bool {
         matches!(self, Error::Connect { source, .. } if source.kind() == io::ErrorKind::ConnectionRefused)

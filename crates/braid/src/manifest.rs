@@ -319,6 +319,33 @@ pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>>
     Ok(out)
 }
 
+/// Client side of `get`: every entry the server offers must be one of the
+/// names asked for or lie below one (a path asked for is named by its last
+/// component; `.` asks for the root's whole contents). A server is not trusted
+/// with the rest of the destination: one that offers `.bashrc` for a get of
+/// `photos` is refused before anything is written.
+pub fn check_offer(asked: &[String], offered: &[FileEntry]) -> Result<()> {
+    if asked.iter().any(|a| a.is_empty() || a == ".") {
+        return Ok(());
+    }
+    let tops: std::collections::HashSet<&str> = asked
+        .iter()
+        .filter_map(|a| a.trim_end_matches('/').rsplit('/').next())
+        .collect();
+    for f in offered {
+        let top = f.path.split('/').next().unwrap_or("");
+        if !tops.contains(top) {
+            return Err(Error::Protocol(format!(
+                "the server offered {:?}, which is not below anything asked for ({}); \
+                 nothing was written",
+                braid_wire::cut(&f.path, 200),
+                asked.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn forbidden(message: String) -> Error {
     Error::refused(Code::ForbiddenPath, message)
 }
@@ -450,6 +477,31 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_get_takes_only_the_names_it_asked_for() {
+        let e = |p: &str| FileEntry {
+            path: p.into(),
+            size: 0,
+            mode: 0,
+            mtime_ns: 0,
+        };
+        let asked = ["photos".to_string(), "docs/2024/report.pdf".to_string()];
+        let good = [e("photos"), e("photos/a.jpg"), e("report.pdf")];
+        assert!(check_offer(&asked, &good).is_ok());
+        for bad in [".bashrc", ".ssh/authorized_keys", "photosx/a", "docs"] {
+            let err = check_offer(&asked, &[e("photos"), e(bad)]).unwrap_err();
+            assert!(matches!(err, Error::Protocol(_)), "{bad}: {err}");
+            assert!(
+                err.to_string().contains("not below anything asked for"),
+                "{err}"
+            );
+        }
+        assert!(
+            check_offer(&[".".into()], &[e(".bashrc")]).is_ok(),
+            "the root's contents"
+        );
     }
 
     /// A listed file swapped for a link to a file outside the root (or for

@@ -263,6 +263,17 @@ pub fn apply_control(
         })?;
     }
     if let Some(cc) = &c.cc {
+        // A peer may name the control; a name the kernel does not have is
+        // refused here, before a privileged setsockopt could load a module
+        // called tcp_<name> for it.
+        let known = braid_cc::available_controls().unwrap_or_default();
+        if !known.iter().any(|k| k == cc) {
+            return Err(Error::Usage(format!(
+                "congestion control {cc:?} is not among this kernel's ({}); braid's own controls \
+                 need `braid cc install`",
+                known.join(" ")
+            )));
+        }
         braid_cc::set_congestion_control(sock.as_fd(), cc).map_err(|e| {
             Error::Usage(format!(
                 "congestion control {cc:?} cannot be set ({e}); is it in /proc/sys/net/ipv4/tcp_available_congestion_control? \

@@ -42,6 +42,11 @@ pub fn parse(s: &str, with_path: bool) -> Result<Remote, String> {
     if host.is_empty() {
         return Err(format!("{s:?}: no host"));
     }
+    // The login goes to ssh as a word before `--`: one that begins with '-'
+    // would be read as an option (`-oProxyCommand=...`).
+    if host.starts_with('-') || user.is_some_and(|u| u.starts_with('-')) {
+        return Err(format!("{s:?}: a host or user may not begin with '-'"));
+    }
     let (port, path) = match rest.split_once(':') {
         Some((p, path)) => (Some(p), Some(path)),
         None if rest.is_empty() => (None, None),
@@ -97,6 +102,14 @@ mod tests {
             addr: addr.into(),
             path: path.map(Into::into),
             login: host.trim_start_matches('[').trim_end_matches(']').into(),
+        }
+    }
+
+    #[test]
+    fn a_login_that_ssh_would_take_for_an_option_is_refused() {
+        for bad in ["-oProxyCommand=x:dir", "-h:dir", "-u@h:dir"] {
+            let e = parse(bad, true).unwrap_err();
+            assert!(e.contains("may not begin with '-'"), "{bad}: {e}");
         }
     }
 

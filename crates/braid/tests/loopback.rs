@@ -939,3 +939,187 @@ fn a_bench_stream_that_leaves_lets_its_connection_go_and_both_ends_agree() {
         );
     }
 }
+
+/// A data connection attached by hand; the server's answer (its acceptance,
+/// sealed, or its refusal, in the clear).
+fn try_attach(
+    addr: &str,
+    session: u64,
+    stream: u16,
+    counter: u64,
+    agreed: &Agreed,
+) -> (Conn, Result<Message, Error>) {
+    let mut c = Conn::new(TcpStream::connect(addr).unwrap()).unwrap();
+    c.send(&Message::Attach {
+        session,
+        stream,
+        counter,
+        mac: braid_wire::auth::attach_proof(&agreed.key, session, stream, counter),
+    })
+    .unwrap();
+    // A refusal comes in the clear, an acceptance as a sealed record: the
+    // first unit on the wire, whole, decodes as a clear Error frame only if
+    // it is one (a sealed record could pass for one by chance about once in
+    // 2^40 tries).
+    let mut buf = vec![0u8; 4096];
+    let n = loop {
+        let n = c.stream().peek(&mut buf).unwrap();
+        let want = 4 + u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize;
+        if n >= 4 && (n >= want || n == buf.len()) {
+            break n;
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    if let Ok(Some((Message::Error { .. }, used))) = braid_wire::decode(&buf[..n]) {
+        if used == n {
+            let r = c.recv();
+            return (c, r);
+        }
+    }
+    c.seal(agreed.keys(Channel::Data { stream, counter }, true));
+    let r = c.recv();
+    (c, r)
+}
+
+/// A get's sending server runs the streams its client asked for: an attach
+/// of a stream past them is refused before it is accepted (it once reached
+/// the scheduler and panicked), and the server lives on.
+#[test]
+fn a_stream_past_a_sending_servers_count_is_refused_before_acceptance() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("f"), noise(3 << 20, 5)).unwrap();
+    let addr = serve(d.path());
+    let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
+    let agreed = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap(), false).unwrap();
+    c.send(&Message::Open(params(Kind::Get, 1))).unwrap();
+    session::send_manifest(
+        &mut c,
+        &[FileEntry {
+            path: "f".into(),
+            size: 0,
+            mode: 0,
+            mtime_ns: 0,
+        }],
+    )
+    .unwrap();
+    let Message::Accepted { session } = c.recv().unwrap() else {
+        panic!("not accepted")
+    };
+    for stream in [1u16, 5, 300] {
+        match try_attach(&addr, session, stream, stream as u64, &agreed).1 {
+            Err(Error::Remote { code: 400, message }) => {
+                assert!(message.contains("the session has 1 streams"), "{message}")
+            }
+            other => panic!("stream {stream}: {other:?}"),
+        }
+    }
+    let (_keep, r) = try_attach(&addr, session, 0, 1000, &agreed);
+    assert!(matches!(r, Ok(Message::Accepted { .. })), "{r:?}");
+    let s = client::bench(&config(&addr, params(Kind::Bench, 1), TOKEN)).unwrap();
+    assert!(s.bytes > 0, "the server lives on");
+}
+
+/// One stream index has at most two connections open at once (a redial and
+/// the connection it replaces): a peer attaching it over and over gets no
+/// thread and no buffers for the rest.
+#[test]
+fn a_stream_attached_over_and_over_is_refused_past_two_open() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    let (_ctrl, session, agreed) = raw_send_session(&addr, "f", 10 << 20);
+    let mut open = Vec::new();
+    for counter in 1..=2 {
+        let (c, r) = try_attach(&addr, session, 0, counter, &agreed);
+        assert!(
+            matches!(r, Ok(Message::Accepted { .. })),
+            "{counter}: {r:?}"
+        );
+        open.push(c);
+    }
+    for counter in 3..=6 {
+        match try_attach(&addr, session, 0, counter, &agreed).1 {
+            Err(Error::Remote { code: 503, message }) => {
+                assert!(message.contains("2 connections open already"), "{message}")
+            }
+            other => panic!("attach {counter}: {other:?}"),
+        }
+    }
+    // One closes: its place is free again.
+    drop(open.pop());
+    let mut accepted = false;
+    for counter in 7..40 {
+        if let (_c, Ok(Message::Accepted { .. })) = try_attach(&addr, session, 0, counter, &agreed)
+        {
+            accepted = true;
+            break;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(accepted, "a closed connection's place was not given back");
+}
+
+/// Manifests of live sessions share one budget: a send whose manifest would
+/// pass it is told to come back later, and one that fits goes ahead.
+#[test]
+fn manifests_past_the_servers_memory_budget_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let limits = server::Limits {
+        manifests: 100 << 10,
+        ..Default::default()
+    };
+    let addr = serve_with(d.path(), "127.0.0.1:0", limits);
+    let entries = |n: usize| -> Vec<FileEntry> {
+        (0..n)
+            .map(|i| FileEntry {
+                path: format!("many/f{i}"),
+                size: 1,
+                mode: 0o644,
+                mtime_ns: 0,
+            })
+            .collect()
+    };
+    let mut c = raw_session(&addr, Kind::Send);
+    session::send_manifest(&mut c, &entries(300)).unwrap();
+    match c.recv() {
+        Err(Error::Remote { code: 503, message }) => {
+            assert!(message.contains("--max-manifests"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!d.path().join("many").exists());
+    let mut c = raw_session(&addr, Kind::Send);
+    session::send_manifest(&mut c, &entries(50)).unwrap();
+    assert!(matches!(c.recv(), Ok(Message::Accepted { .. })));
+}
+
+/// An authenticated session that goes silent after its acceptance is ended
+/// by the server, which says why, instead of holding its connections.
+#[test]
+fn a_silent_session_is_ended_by_the_server() {
+    let d = tempfile::tempdir().unwrap();
+    let limits = server::Limits {
+        idle: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let addr = serve_with(d.path(), "127.0.0.1:0", limits);
+    let (mut c, session, agreed) = raw_send_session(&addr, "f", 10 << 20);
+    let (mut data, r) = try_attach(&addr, session, 0, 1, &agreed);
+    assert!(matches!(r, Ok(Message::Accepted { .. })));
+    let began = std::time::Instant::now();
+    c.r.set_deadline(Some(began + Duration::from_secs(20)));
+    match c.recv() {
+        Err(Error::Remote { code: 408, message }) => {
+            assert!(message.contains("said nothing"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let waited = began.elapsed();
+    assert!(
+        waited >= Duration::from_secs(3) && waited < Duration::from_secs(15),
+        "{waited:?}"
+    );
+    // Its data connection is let go too.
+    data.r
+        .set_deadline(Some(std::time::Instant::now() + Duration::from_secs(10)));
+    assert!(data.recv().is_err());
+}

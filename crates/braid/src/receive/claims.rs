@@ -9,15 +9,25 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Code, Error, Result};
 
+/// A destination as claims hold it: a digest of its path (16 bytes, where a
+/// peer's long names would cost hundreds each).
+type Key = [u8; 16];
+
+fn key(p: &Path) -> Key {
+    use std::os::unix::ffi::OsStrExt;
+    let h = blake3::hash(p.as_os_str().as_bytes());
+    h.as_bytes()[..16].try_into().expect("16 of 32 bytes")
+}
+
 #[derive(Default)]
 pub struct Claims {
-    held: Mutex<HashSet<PathBuf>>,
+    held: Mutex<HashSet<Key>>,
 }
 
 /// The destinations one session holds, given back when it is dropped.
 pub struct Claim {
     claims: Arc<Claims>,
-    paths: Vec<PathBuf>,
+    keys: Vec<Key>,
 }
 
 impl Claims {
@@ -31,8 +41,14 @@ impl Claims {
         paths: Vec<PathBuf>,
         shown: impl Fn(&Path) -> String,
     ) -> Result<Claim> {
+        let keys: Vec<Key> = paths.iter().map(|p| key(p)).collect();
         let mut held = self.held.lock().unwrap();
-        if let Some(p) = paths.iter().find(|p| held.contains(*p)) {
+        if let Some(p) = paths
+            .iter()
+            .zip(&keys)
+            .find(|(_, k)| held.contains(*k))
+            .map(|(p, _)| p)
+        {
             return Err(Error::refused(
                 Code::Busy,
                 format!(
@@ -41,10 +57,10 @@ impl Claims {
                 ),
             ));
         }
-        held.extend(paths.iter().cloned());
+        held.extend(keys.iter().copied());
         Ok(Claim {
             claims: Arc::clone(self),
-            paths,
+            keys,
         })
     }
 }
@@ -52,8 +68,8 @@ impl Claims {
 impl Drop for Claim {
     fn drop(&mut self) {
         let mut held = self.claims.held.lock().unwrap();
-        for p in &self.paths {
-            held.remove(p);
+        for k in &self.keys {
+            held.remove(k);
         }
     }
 }

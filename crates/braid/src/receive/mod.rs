@@ -83,14 +83,11 @@ pub fn kept_mode(mode: u32) -> u32 {
     mode & 0o1777
 }
 
-/// One entry of the manifest being received.
+/// One entry of the manifest being received. A peer chooses how many there
+/// are, so an entry keeps little: its paths (where it lands, its staging
+/// names) are derived from its manifest path when needed.
 pub struct Incoming {
     pub entry: FileEntry,
-    /// Where it lands, relative to the receiving root.
-    rel: PathBuf,
-    /// The same, as messages show it.
-    pub dest: PathBuf,
-    names: Names,
     /// The part file, open while blocks arrive.
     file: Option<File>,
     /// Ranges on disk; `synced` is what the journal says.
@@ -137,9 +134,6 @@ pub struct RecvShared {
 
 /// What the checks learnt of one entry before anything is created.
 struct Checked {
-    /// Relative to the root.
-    rel: PathBuf,
-    names: Names,
     existing: bool,
     held: RangeSet,
     /// Filled in by `create`: whether the part file was made up front.
@@ -177,8 +171,6 @@ impl RecvShared {
             let rel = dir.join(name);
             let names = Names::new(&dir, name);
             let mut c = Checked {
-                rel,
-                names,
                 existing: false,
                 held: RangeSet::new(),
                 part_made: false,
@@ -191,11 +183,11 @@ impl RecvShared {
                 checked.push(c);
                 continue;
             }
-            if let Ok(Some(m)) = root.meta(&c.rel) {
+            if let Ok(Some(m)) = root.meta(&rel) {
                 if m.kind != Kind::File {
                     return Err(forbidden(format!(
                         "{} exists and is not a regular file",
-                        root.shown(&c.rel).display()
+                        root.shown(&rel).display()
                     )));
                 }
                 if opts.resume && m.size == e.size && m.mtime_ns == e.mtime_ns {
@@ -209,7 +201,7 @@ impl RecvShared {
                 staging::sweep(&root, &dir, opts.partial_ttl, &[]);
             }
             if opts.resume {
-                if let Some(r) = journal::read(&root, &c.names, name, e.size, e.mtime_ns) {
+                if let Some(r) = journal::read(&root, &names, name, e.size, e.mtime_ns) {
                     c.held = RangeSet::from_ranges(&r);
                 }
             }
@@ -280,16 +272,13 @@ impl RecvShared {
                 let other_device = root_dev.is_some()
                     && !e.is_dir()
                     && !c.existing
-                    && staging::device(&root, &c.names.dir) != root_dev;
+                    && staging::device(&root, &names_of(e).dir) != root_dev;
                 Incoming {
                     tree: BlockTree::new(
                         if c.existing || e.is_dir() { 0 } else { e.size },
                         opts.block_size,
                     ),
                     entry: e.clone(),
-                    dest: root.shown(&c.rel),
-                    rel: c.rel,
-                    names: c.names,
                     file: None,
                     synced: c.held.clone(),
                     held: c.held,
@@ -373,7 +362,10 @@ impl RecvShared {
             if e.is_dir() || c.existing {
                 continue;
             }
-            let dir = c.rel.parent().expect("a destination has a directory");
+            let names = names_of(e);
+            let dir = Path::new(&e.path)
+                .parent()
+                .expect("a destination has a directory");
             let new_staging = match fresh.get(dir) {
                 Some(f) => *f,
                 None => {
@@ -385,11 +377,11 @@ impl RecvShared {
             };
             if c.held.is_empty() {
                 if !new_staging {
-                    journal::remove(root, &c.names);
+                    journal::remove(root, &names);
                 }
                 if e.size > block_size as u64 {
-                    staging::create_part(root, &c.names.part, e.size)?;
-                    created.push(c.names.part.clone());
+                    staging::create_part(root, &names.part, e.size)?;
+                    created.push(names.part.clone());
                     c.part_made = true;
                 }
             }
@@ -401,7 +393,7 @@ impl RecvShared {
     pub fn held(&self) -> Vec<Vec<(u64, u64)>> {
         self.files
             .iter()
-            .map(|f| f.lock().unwrap().held.as_slice().to_vec())
+            .map(|f| f.lock().unwrap().held.ranges())
             .collect()
     }
 
@@ -426,19 +418,20 @@ impl RecvShared {
             if f.published || f.verified {
                 continue;
             }
+            let names = f.names();
             if other_device {
-                let part = staging::open_part(&self.root, &f.names.part)?;
+                let part = staging::open_part(&self.root, &names.part)?;
                 part.sync_data()
-                    .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
+                    .map_err(|e| Error::io(format!("syncing {}", f.entry.path), e))?;
             }
-            let name = f.rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let name = f.entry.path.rsplit('/').next().unwrap_or("");
             journal::write(
                 &self.root,
-                &f.names,
+                &names,
                 name,
                 f.entry.size,
                 f.entry.mtime_ns,
-                held.as_slice(),
+                &held.ranges(),
             )?;
             f.journaled = true;
             f.synced = held;
@@ -495,9 +488,9 @@ impl RecvShared {
         }
         if f.file.is_none() {
             let part = if f.part_made {
-                staging::open_part(&self.root, &f.names.part)?
+                staging::open_part(&self.root, &f.names().part)?
             } else {
-                staging::new_part(&self.root, &f.names.part)?
+                staging::new_part(&self.root, &f.names().part)?
             };
             f.part_made = true;
             f.file = Some(part);
@@ -507,7 +500,7 @@ impl RecvShared {
         let hole = staging::is_zero(data) && staging::punch_hole(part, start, end).is_ok();
         if !hole {
             part.write_all_at(data, start)
-                .map_err(|e| Error::io(format!("writing {}", f.dest.display()), e))?;
+                .map_err(|e| Error::io(format!("writing {}", f.entry.path), e))?;
         }
         Ok(())
     }
@@ -565,15 +558,30 @@ impl Incoming {
     }
 }
 
+/// The staging names of a manifest entry.
+fn names_of(e: &FileEntry) -> Names {
+    let (dir, name) = e.path.rsplit_once('/').unwrap_or(("", &e.path));
+    Names::new(Path::new(dir), name)
+}
+
 impl Incoming {
+    /// Where it lands, relative to the receiving root.
+    fn rel(&self) -> &Path {
+        Path::new(&self.entry.path)
+    }
+
+    fn names(&self) -> Names {
+        names_of(&self.entry)
+    }
+
     /// Removes the part file and journal: what they hold is of no use.
     pub fn discard(&mut self, root: &Dir) {
         self.file = None;
         if self.part_made {
-            let _ = root.remove_file(&self.names.part);
+            let _ = root.remove_file(&self.names().part);
         }
         if self.journaled {
-            journal::remove(root, &self.names);
+            journal::remove(root, &self.names());
         }
         self.part_made = false;
         self.journaled = false;

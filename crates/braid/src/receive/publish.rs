@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::{hex, journal, kept_mode, staging, Incoming, RecvShared};
@@ -26,7 +27,7 @@ impl RecvShared {
         let ours = f.check(&self.root, theirs)?;
         if !f.existing && !f.part_made {
             // An empty file: no block ever made its part.
-            let part = staging::new_part(&self.root, &f.names.part)?;
+            let part = staging::new_part(&self.root, &f.names().part)?;
             f.part_made = true;
             f.stamp(&part)?;
         }
@@ -57,22 +58,23 @@ impl RecvShared {
             if f.existing {
                 continue;
             }
+            let names = f.names();
             if !f.stamped || f.other_device {
-                let part = staging::open_part(&self.root, &f.names.part)?;
+                let part = staging::open_part(&self.root, &names.part)?;
                 f.stamp(&part)?;
                 if f.other_device {
                     part.sync_all()
-                        .map_err(|e| Error::io(format!("syncing {}", f.dest.display()), e))?;
+                        .map_err(|e| Error::io(format!("syncing {}", f.entry.path), e))?;
                 }
             }
-            renames.push((f.names.clone(), f.rel.clone(), f.dest.clone(), f.journaled));
+            renames.push((names, f.entry.path.clone(), f.journaled));
         }
         if !renames.is_empty() {
             staging::sync_filesystem(&self.root, "the receiving root")?;
-            for (names, rel, dest, journaled) in &renames {
+            for (names, dest, journaled) in &renames {
                 self.root
-                    .rename(&names.part, rel)
-                    .map_err(|e| Error::io(format!("publishing {}", dest.display()), e))?;
+                    .rename(&names.part, Path::new(dest))
+                    .map_err(|e| Error::io(format!("publishing {dest}"), e))?;
                 if *journaled {
                     journal::remove(&self.root, names);
                 }
@@ -104,23 +106,17 @@ impl RecvShared {
             .iter()
             .filter_map(|f| {
                 let f = f.lock().unwrap();
-                f.dir.then(|| {
-                    (
-                        f.rel.clone(),
-                        f.dest.clone(),
-                        f.entry.mode,
-                        f.entry.mtime_ns,
-                    )
-                })
+                f.dir
+                    .then(|| (f.entry.path.clone(), f.entry.mode, f.entry.mtime_ns))
             })
             .collect();
-        dirs.sort_by_key(|(d, ..)| std::cmp::Reverse(d.as_os_str().len()));
-        for (rel, dest, mode, mtime) in dirs {
+        dirs.sort_by_key(|(d, ..)| std::cmp::Reverse(d.len()));
+        for (dir, mode, mtime) in dirs {
             let set = self
                 .root
-                .dir(&rel)
+                .dir(Path::new(&dir))
                 .and_then(|d| d.stamp(kept_mode(mode), mtime));
-            set.map_err(|e| Error::io(format!("setting the mode of {}", dest.display()), e))?;
+            set.map_err(|e| Error::io(format!("setting the mode of {dir}"), e))?;
         }
         Ok(())
     }
@@ -150,7 +146,7 @@ impl RecvShared {
                 f.discard(&self.root);
                 continue;
             }
-            if let Ok(part) = staging::open_part(&self.root, &f.names.part) {
+            if let Ok(part) = staging::open_part(&self.root, &f.names().part) {
                 for (a, b) in f.synced.missing(f.entry.size) {
                     let _ = staging::punch_hole(&part, a, b);
                 }
@@ -175,7 +171,7 @@ impl Incoming {
     /// Gives the part file the entry's mode and mtime, through its descriptor.
     pub(super) fn stamp(&mut self, part: &File) -> Result<()> {
         beneath::stamp(part, kept_mode(self.entry.mode), self.entry.mtime_ns)
-            .map_err(|e| Error::io(format!("setting the mode of {}", self.dest.display()), e))?;
+            .map_err(|e| Error::io(format!("setting the mode of {}", self.entry.path), e))?;
         self.stamped = true;
         Ok(())
     }
@@ -197,10 +193,10 @@ impl Incoming {
             )));
         }
         let ours = if self.existing {
-            root.file(&self.rel, Access::Read)
+            root.file(self.rel(), Access::Read)
                 .and_then(|f| crate::manifest::blake3_of(&f))
                 .map(|(h, _)| h)
-                .map_err(|e| Error::io(format!("hashing {}", self.dest.display()), e))?
+                .map_err(|e| Error::io(format!("hashing {}", self.entry.path), e))?
         } else {
             self.tree_root(root)?
         };
@@ -223,12 +219,12 @@ impl Incoming {
     fn tree_root(&mut self, root: &Dir) -> Result<[u8; 32]> {
         let missing = self.tree.missing();
         if !missing.is_empty() {
-            let part = staging::open_part(root, &self.names.part)?;
+            let part = staging::open_part(root, &self.names().part)?;
             let mut buf = Vec::new();
             for (i, offset, len) in missing {
                 buf.resize(len, 0);
                 part.read_exact_at(&mut buf, offset)
-                    .map_err(|e| Error::io(format!("hashing {}", self.dest.display()), e))?;
+                    .map_err(|e| Error::io(format!("hashing {}", self.entry.path), e))?;
                 self.tree
                     .set(i, treehash::hash_block(&buf, offset, self.entry.size));
             }
