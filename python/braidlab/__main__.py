@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import sys
 
 from . import netns
@@ -34,16 +35,26 @@ def main(argv: list[str] | None = None) -> int:
                    help="only these of the variant's methods: names or shell patterns, comma-separated "
                         "(parallel-1,parallel-1?); kept in run.json for a continuation")
     r.add_argument("--scenarios", metavar="PATTERNS", help="only these of the variant's scenarios, as --methods")
-    r.add_argument("--cluster", metavar="tcp://HOST:8786",
+    tls_help = "the cluster's certificates (made by `braidlab scheduler`; default ~/.braidlab/cluster)"
+    r.add_argument("--cluster", metavar="tls://HOST:8786",
                    help="measure the cells on a Dask cluster (one cell per machine at a time: workers started "
-                        "with `braidlab worker`); the results land here as without it")
-    sch = sub.add_parser("scheduler", help="a Dask scheduler for `braidlab run --cluster`")
+                        "with `braidlab worker`); the results land here as without it. Mutual TLS; a plain "
+                        "tcp:// address only on loopback")
+    r.add_argument("--tls-dir", help=tls_help)
+    sch = sub.add_parser("scheduler", help="a Dask scheduler for `braidlab run --cluster`",
+                         description="Runs Dask's scheduler behind mutual TLS: it makes a certificate authority "
+                                     "and certificates for the scheduler, workers and clients in --tls-dir unless "
+                                     "they are there. With a loopback --host only, plain TCP on that address.")
     sch.add_argument("--port", type=int, default=8786)
+    sch.add_argument("--host", help="the address to listen on (default: every address, with TLS)")
+    sch.add_argument("--tls-dir", help=tls_help)
     w = sub.add_parser("worker", help="join this machine to a cluster for `braidlab run --cluster`",
                        description="Runs a Dask worker with one thread and one unit of the resource 'testbed', "
-                                   "so this machine measures one cell at a time. Needs root.")
-    w.add_argument("scheduler", help="the scheduler's address, tcp://HOST:8786")
+                                   "so this machine measures one cell at a time. Needs root, and the cluster's "
+                                   "certificates (a plain tcp:// scheduler only on loopback).")
+    w.add_argument("scheduler", help="the scheduler's address, tls://HOST:8786")
     w.add_argument("--name", help="the worker's name (default: the host name)")
+    w.add_argument("--tls-dir", help=tls_help)
     rep = sub.add_parser("report", help="markdown and HTML report of run directories",
                          description="Writes report.md and a self-contained report.html (figures inlined) from "
                                      "the results directories of `braidlab run`.")
@@ -88,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     elif args.cmd in ("scheduler", "worker"):
         from . import cluster
 
+        tls_dir = Path(args.tls_dir) if args.tls_dir else None
         if args.cmd == "scheduler":
-            return cluster.scheduler_main(args.port)
-        return cluster.worker_main(args.scheduler, args.name)
+            return cluster.scheduler_main(args.port, args.host, tls_dir)
+        return cluster.worker_main(args.scheduler, args.name, tls_dir)
     elif args.cmd == "clean":
         removed = netns.clean()
         print(f"removed {len(removed)} stale namespace(s)" + (": " + " ".join(removed) if removed else ""))

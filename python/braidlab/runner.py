@@ -27,6 +27,7 @@ import random
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import subprocess
 import time
@@ -34,7 +35,7 @@ from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import braid, cluster, engine, manifest, metrics, records, results, traffic
+from . import braid, cluster, engine, manifest, metrics, netns, records, results, traffic
 from .dumbbell import Dumbbell
 from .experiment import Cell, Experiment, Scenario, Variant, rate_bps, seconds_of
 from .measured import MeasuredCell
@@ -322,7 +323,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
 
 def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, seed: int | None = None,
         methods: list[str] | None = None, scenarios: list[str] | None = None, progress=print,
-        cluster_address: str | None = None) -> Path:
+        cluster_address: str | None = None, tls_dir: Path | None = None) -> Path:
     variant = exp.narrow(exp.variant(which, repeat), methods, scenarios)
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "run.json"
@@ -367,7 +368,7 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
     # From run.json's seed, so a continued run draws what its first invocation would have.
     seed_of = functools.partial(exp.cell_seed, meta["seed"])
     if cluster_address:
-        _on_cluster(cluster_address, exp, variant, plan, todo, out, token, keep, progress, seed_of)
+        _on_cluster(cluster_address, exp, variant, plan, todo, out, keep, progress, seed_of, tls_dir)
     else:
         _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of)
     results.write_tables(exp, out)
@@ -424,7 +425,34 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> 
             braid.cc("uninstall")
 
 
-def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress, seed_of) -> None:
+def measure(exp: Experiment, variant: Variant, cell: Cell, index: int, seed: int) -> dict:
+    """On a cluster's worker: one cell, start to finish, in a directory of its own, with a token
+    of its own (no secret travels in a task). Returns the cell's record, its raw files
+    ({relative path: bytes}) and the machine."""
+    # A worker killed in the middle of a cell leaves its namespaces behind: their creator is
+    # gone, so they are this machine's to remove before it builds again.
+    netns.clean()
+    preflight(exp, variant)
+    wanted = {cc for cc in exp.methods[cell.method].method.controls() if cc}
+    installed_here = any(cc.startswith("braid_") for cc in wanted) and not braid.cc_status()["installed"]
+    if installed_here:
+        braid.cc("install")
+    work = Path(tempfile.mkdtemp(prefix="braidlab-cell-"))
+    try:
+        raw = work / "raw"
+        data = run_cell(exp, variant, cell, raw, engine.token_file(work), index, seed)
+        files = {}
+        for p in sorted(raw.rglob("*")):
+            if p.is_file() and not p.is_symlink():
+                files[str(p.relative_to(raw))] = p.read_bytes()
+        return {"data": data, "raw": files, "machine": cluster.machine()}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if installed_here:
+            braid.cc("uninstall")
+
+
+def _on_cluster(address, exp, variant, plan, todo, out, keep, progress, seed_of, tls_dir) -> None:
     """The cells on a Dask cluster, one per machine at a time; results land here as they come."""
     progress(f"{len(todo)} of {len(plan)} cells to measure on {address}")
     done = [0]
@@ -440,8 +468,9 @@ def _on_cluster(address, exp, variant, plan, todo, out, token, keep, progress, s
         keep(cell, result["data"], result["machine"])
 
     try:
-        cluster.run_cells(address, exp, variant, todo, plan.index, seed_of, token.read_text(), arrived, progress)
-    except OSError as e:
+        cluster.run_cells(address, todo, measure, lambda c: (exp, variant, c, plan.index(c), seed_of(c)),
+                          arrived, progress, tls_dir)
+    except (OSError, ValueError) as e:
         raise RunError(f"the cluster at {address}: {e}") from e
 
 
@@ -481,7 +510,8 @@ def main(args) -> int:
         exp = load(args.experiment)
         out = Path(args.out) if args.out else default_out(exp, which)
         run(exp, which, out, repeat=args.repeat, seed=args.seed, methods=_patterns(args.methods),
-            scenarios=_patterns(args.scenarios), cluster_address=args.cluster)
+            scenarios=_patterns(args.scenarios), cluster_address=args.cluster,
+            tls_dir=Path(args.tls_dir) if args.tls_dir else None)
     except (ExperimentError, RunError) as e:
         print(f"braidlab run: {e}", file=sys.stderr)
         return 2

@@ -113,24 +113,111 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+def _scheduler(port: int, tls: Path) -> subprocess.Popen:
+    """`braidlab scheduler` behind TLS with its certificates in `tls`, once it listens."""
+    p = subprocess.Popen([sys.executable, "-m", "braidlab", "scheduler", "--port", str(port), "--tls-dir", str(tls)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return p
+        time.sleep(0.2)
+    p.kill()
+    raise AssertionError("braidlab scheduler did not listen")
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in reversed(procs):
+        p.send_signal(signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _tls_without_certificate(port: int, ca: Path) -> str | bool:
+    """A TLS client that trusts the cluster's CA but has no certificate of its own: how the
+    scheduler refused it (False if it did not)."""
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.check_hostname = False
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, ctx.wrap_socket(raw) as t:
+            t.sendall(b"\0" * 64)
+            return "closed" if t.recv(1) == b"" else False
+    except (ssl.SSLError, OSError) as e:
+        return type(e).__name__
+
+
+def test_the_cluster_refuses_whoever_lacks_its_certificate(tmp_path, record):
+    from distributed import Client
+
+    from braidlab import cluster
+
+    port = _free_port()
+    tls = tmp_path / "tls"
+    procs = [_scheduler(port, tls)]
+    try:
+        addr = f"tls://127.0.0.1:{port}"
+        assert sorted(p.name for p in tls.iterdir()) == sorted(
+            ["ca.pem", "ca.key"] + [f"{r}.{x}" for r in cluster.ROLES for x in ("pem", "key")])
+        assert all((tls / f).stat().st_mode & 0o077 == 0 for f in ("ca.key", "worker.key", "client.key"))
+        procs.append(subprocess.Popen([sys.executable, "-m", "braidlab", "worker", addr, "--name", "w1",
+                                       "--tls-dir", str(tls)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # With the certificate: in, and the worker with it.
+        with Client(addr, timeout="30s", security=cluster.security(addr, tls)) as client:
+            client.wait_for_workers(1, timeout=60)
+            assert client.submit(os.getpid).result(timeout=30) != os.getpid()
+        # Without one, with another CA's, or in the clear: refused.
+        other = tmp_path / "other"
+        cluster.make_certificates(other)
+        refused = {"no certificate": _tls_without_certificate(port, tls / "ca.pem")}
+        for name, address, security in [("another CA's", addr, cluster.security(addr, other)),
+                                         ("plain tcp", f"tcp://127.0.0.1:{port}", None)]:
+            try:
+                with Client(address, timeout="5s", security=security) as c:
+                    c.submit(os.getpid).result(timeout=5)
+                refused[name] = False
+            except (OSError, TimeoutError) as e:
+                refused[name] = type(e).__name__
+        assert all(refused.values()), refused
+        # A plain address beyond loopback is refused before anything connects.
+        p = subprocess.run([sys.executable, "-m", "braidlab", "worker", "tcp://192.0.2.1:8786"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and "loopback only" in p.stderr, p.stderr
+        p = subprocess.run([sys.executable, "-m", "braidlab", "run", str(_experiment(tmp_path, 2)), "--quick",
+                            "--out", str(tmp_path / "r"), "--cluster", "tcp://192.0.2.1:8786"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode != 0 and "loopback only" in p.stdout + p.stderr, p.stdout + p.stderr
+        record(refused=refused)
+    finally:
+        _stop(procs)
+
+
 def test_a_worker_killed_mid_cell_has_its_cell_measured_again(tmp_path, record):
     port = _free_port()
-    addr = f"tcp://127.0.0.1:{port}"
-    procs = [subprocess.Popen([sys.executable, "-m", "braidlab", "scheduler", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    tls = tmp_path / "tls"
+    addr = f"tls://127.0.0.1:{port}"
+    procs = [_scheduler(port, tls)]
     try:
-        time.sleep(3)
         for name in ("w1", "w2"):
-            procs.append(subprocess.Popen([sys.executable, "-m", "braidlab", "worker", addr, "--name", name],
+            procs.append(subprocess.Popen([sys.executable, "-m", "braidlab", "worker", addr, "--name", name,
+                                           "--tls-dir", str(tls)],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         from distributed import Client
 
-        with Client(addr, timeout="30s") as client:
+        from braidlab import cluster
+
+        with Client(addr, timeout="30s", security=cluster.security(addr, tls)) as client:
             client.wait_for_workers(2, timeout=60)
         exp = _experiment(tmp_path, 12)
         out = tmp_path / "k"
         run = subprocess.Popen([sys.executable, "-m", "braidlab", "run", str(exp), "--quick", "--methods",
-                                "parallel-2", "--out", str(out), "--cluster", addr],
+                                "parallel-2", "--out", str(out), "--cluster", addr, "--tls-dir", str(tls)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         # The worker process measuring the cell names its namespaces after its pid.
         killed = None
@@ -157,12 +244,5 @@ def test_a_worker_killed_mid_cell_has_its_cell_measured_again(tmp_path, record):
         assert not netns.stale_namespaces()
         record(killed_worker_pid=killed, tools_ended=len(tools))
     finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGTERM)
-        for p in reversed(procs):
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        _stop(procs)
         netns.clean()
