@@ -26,11 +26,13 @@ bench-files: setup
 bench-wan: setup
 	.venv/bin/python benches/wan.py
 
-# The braid-wire decoder under libFuzzer (nightly toolchain, cargo-fuzz).
+# Under libFuzzer (nightly toolchain, cargo-fuzz): FUZZ_TARGET=decode (the frame
+# decoder) or session (a server's whole session after a valid handshake).
 FUZZ_SECONDS ?= 60
+FUZZ_TARGET ?= session
 fuzz:
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-	cd fuzz && cargo +nightly fuzz run decode -- -max_total_time=$(FUZZ_SECONDS)
+	cd fuzz && cargo +nightly fuzz run $(FUZZ_TARGET) -- -max_total_time=$(FUZZ_SECONDS)
 
 clean:
 	.venv/bin/python -m braidlab clean

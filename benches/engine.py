@@ -4,12 +4,14 @@
 
 On a veth pair between two namespaces with no emulated delay (offloads on,
 as between two real hosts), in one run:
-1. memory to memory, 1, 4 and 9 streams of cubic: `braid bench` and
+1. memory to memory, 1, 4 and 9 streams of cubic: `braid bench` sealed (the
+   default), `braid bench --plain` (unsealed, both ends consenting) and
    `iperf3 -P n`, throughput and CPU seconds per GB moved (both ends);
 2. file mode: `braid send` of a page-cached 2 GiB file (4 streams) into a
-   server root on tmpfs, against `braid bench` with the same streams; run
-   --file-runs times after one warm-up send (each printed, then the
-   median), as one run on a shared 2-core machine swings by a quarter.
+   server root on tmpfs, sealed and plain alternating, against `braid bench`
+   with the same streams; run --file-runs times each after one warm-up send
+   (each printed, then the medians), as one run on a shared 2-core machine
+   swings by a quarter.
 
 3. with --auto-cost: what steering costs. `--mode auto -n 9` against the
    same 9 braid_tcpp streams at a fixed strength (`--mode tcpp -n 9`),
@@ -69,11 +71,12 @@ def _server_cpu(log: Path) -> float:
     return s[-1].cpu_seconds if s else 0.0
 
 
-def _braid(pair, n: int, log: Path, method: Method | None = None) -> dict:
+def _braid(pair, n: int, log: Path, method: Method | None = None, plain: bool = False) -> dict:
     before = _server_cpu(log)
     argv = engine.bench_argv(f"{pair.RCV_ADDR}:{engine.PORT}", SECONDS, pair.token,
-                             method or Method("parallel", n, cc="cubic"))
+                             method or Method("parallel", n, cc="cubic")) + (["--plain"] if plain else [])
     rep = Report.parse(pair.snd.run(*argv, timeout=SECONDS + 60))
+    assert (rep.summary.sealed == "plain") == plain, rep.summary.sealed
     wait_until(lambda: len(Report.summaries(log)) > pair.sessions, timeout=10)
     pair.sessions += 1
     s = rep.summary
@@ -143,7 +146,7 @@ def main() -> int:
             pair.token = engine.token_file(scratch)
             pair.sessions = 0
             log = scratch / "serve.jsonl"
-            server = engine.serve(pair.rcv, shm, pair.token, log=log)
+            server = engine.serve(pair.rcv, shm, pair.token, log=log, extra=["--allow-plain"])
             assert wait_until(lambda: str(engine.PORT) in pair.rcv.run("ss", "-tlnH"), timeout=10)
             results = {}
             if args.against:
@@ -159,15 +162,18 @@ def main() -> int:
             if args.file_only:
                 results[4] = _braid(pair, 4, log)
             else:
-                print(f"memory to memory, {SECONDS} s, cubic, veth pair (offloads on)")
-                print(f"{'streams':>7}  {'iperf3 Gb/s':>11}  {'braid Gb/s':>10}  {'ratio':>5}  "
-                      f"{'iperf3 CPU s/GB':>15}  {'braid CPU s/GB':>14}")
+                print(f"memory to memory, {SECONDS} s, cubic, veth pair (offloads on); braid sealed "
+                      f"(the default) and --plain")
+                print(f"{'streams':>7}  {'iperf3':>7}  {'sealed':>7}  {'plain':>7}  {'sealed/plain':>12}  "
+                      f"{'CPU s/GB: iperf3':>16}  {'sealed':>6}  {'plain':>6}   (Gb/s)")
                 for n in STREAMS:
                     i = _iperf3(pair, n)
                     b = _braid(pair, n, log)
+                    p = _braid(pair, n, log, plain=True)
                     results[n] = b
-                    print(f"{n:>7}  {i['gbps']:>11.2f}  {b['gbps']:>10.2f}  {b['gbps'] / i['gbps']:>5.2f}  "
-                          f"{i['cpu_s_per_gb']:>15.3f}  {b['cpu_s_per_gb']:>14.3f}", flush=True)
+                    print(f"{n:>7}  {i['gbps']:>7.2f}  {b['gbps']:>7.2f}  {p['gbps']:>7.2f}  "
+                          f"{b['gbps'] / p['gbps']:>12.2f}  {i['cpu_s_per_gb']:>16.3f}  "
+                          f"{b['cpu_s_per_gb']:>6.3f}  {p['cpu_s_per_gb']:>6.3f}", flush=True)
 
             src = scratch / "file.bin"
             with open(src, "wb") as f:
@@ -180,30 +186,32 @@ def main() -> int:
             subprocess.run(["cat", str(src)], stdout=subprocess.DEVNULL, check=True)  # into the page cache
             mem = results[4]
             print(f"\nfile mode, page-cached {FILE_BYTES >> 30} GiB, 4 streams, into tmpfs, BLAKE3 at both ends; "
-                  f"memory mode {mem['gbps']:.2f} Gb/s")
-            runs = []
+                  f"memory mode (sealed) {mem['gbps']:.2f} Gb/s")
+            runs: dict[str, list[tuple[float, float]]] = {"sealed": [], "plain": []}
             # Run 0 is not counted: the first 2 GiB written into tmpfs land on pages this VM has
             # never touched, and the host's first-touch faults halve that run's rate.
-            for k in range(args.file_runs + 1):
+            for k in range(2 * args.file_runs + 1):
+                plain = k % 2 == 0 and k > 0
                 before = _server_cpu(log)
                 argv = engine.client_argv("send", str(src), f"{pair.RCV_ADDR}:{engine.PORT}:f{k}",
                                           token=pair.token, method=Method("parallel", 4, cc="cubic"))
-                rep = Report.parse(pair.snd.run(*argv, timeout=300))
+                rep = Report.parse(pair.snd.run(*argv, *(["--plain"] if plain else []), timeout=300))
                 wait_until(lambda: len(Report.summaries(log)) > pair.sessions, timeout=10)
                 pair.sessions += 1
                 s = rep.summary
                 gbps = s.bytes * 8 / s.seconds / 1e9
                 cpu = (s.cpu_seconds + _server_cpu(log) - before) / (s.bytes / 1e9)
                 if k == 0:
-                    print(f"  warm-up     {gbps:6.2f} Gb/s  (not counted)", flush=True)
+                    print(f"  warm-up       {gbps:6.2f} Gb/s  (not counted)", flush=True)
                 else:
-                    runs.append((gbps, cpu))
-                    print(f"  braid send  {gbps:6.2f} Gb/s  {cpu:.3f} CPU s/GB", flush=True)
+                    runs["plain" if plain else "sealed"].append((gbps, cpu))
+                    print(f"  send {s.sealed:<17} {gbps:6.2f} Gb/s  {cpu:.3f} CPU s/GB", flush=True)
                 shutil.rmtree(shm / f"f{k}", ignore_errors=True)  # tmpfs is memory: keep one copy at a time
-            gbps = statistics.median(r[0] for r in runs)
-            cpu = statistics.median(r[1] for r in runs)
-            print(f"  median      {gbps:6.2f} Gb/s  {cpu:.3f} CPU s/GB  = {gbps / mem['gbps'] * 100:.0f} % of "
-                  f"memory mode")
+            for name, rs in runs.items():
+                gbps = statistics.median(r[0] for r in rs)
+                cpu = statistics.median(r[1] for r in rs)
+                print(f"  median {name:<6} {gbps:6.2f} Gb/s  {cpu:.3f} CPU s/GB  = {gbps / mem['gbps'] * 100:.0f} % "
+                      f"of memory mode")
             server.kill()
             server.wait()
     finally:

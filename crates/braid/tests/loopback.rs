@@ -16,13 +16,14 @@ use braid::conn::Conn;
 use braid::error::Error;
 use braid::plan::StreamControl;
 use braid::proto::steer::{Script, Steer, Steering, StreamView};
-use braid::server::{self, Server};
+use braid::server;
 use braid::session::{self, Agreed, SocketOptions, Token};
 use braid::telemetry::Output;
 use braid_wire::seal::Channel;
 use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME};
 
-const TOKEN: &str = "loopback-test-token";
+mod common;
+use common::TOKEN;
 
 fn serve(root: &Path) -> String {
     serve_on(root, "127.0.0.1:0")
@@ -33,24 +34,7 @@ fn serve_on(root: &Path, listen: &str) -> String {
 }
 
 fn serve_with(root: &Path, listen: &str, limits: server::Limits) -> String {
-    let srv = Server::bind(server::Config {
-        listen: listen.parse().unwrap(),
-        root: root.to_owned(),
-        token: Token::new(TOKEN).unwrap(),
-        sock: SocketOptions::default(),
-        pin_dir: braid_cc::DEFAULT_PIN_DIR.into(),
-        output: Output::Quiet,
-        once: false,
-        wait: None,
-        limit_bps: None,
-        allow_plain: false,
-        limits,
-        cancel: Cancel::new(),
-    })
-    .unwrap();
-    let addr = srv.local_addr().to_string();
-    thread::spawn(move || srv.run());
-    addr
+    common::serve_with(root, listen, limits, false)
 }
 
 fn params(kind: Kind, streams: u16) -> SessionParams {
@@ -324,6 +308,17 @@ fn a_wrong_token_is_refused_and_writes_nothing() {
     assert!(matches!(e, Error::Auth(_)), "{e}");
     assert_eq!(e.exit_code(), braid::error::exit::AUTH);
     assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
+}
+
+/// A get's list of what it wants: one path.
+fn ask_for(c: &mut Conn, path: &str) {
+    let want = FileEntry {
+        path: path.into(),
+        size: 0,
+        mode: 0,
+        mtime_ns: 0,
+    };
+    session::send_manifest(c, &[want]).unwrap();
 }
 
 /// A client that speaks the protocol by hand, to send what braid never would.
@@ -791,16 +786,7 @@ fn a_receiver_claiming_too_many_ranges_is_refused() {
     };
     let addr = serve_with(d.path(), "127.0.0.1:0", limits);
     let mut c = raw_session(&addr, Kind::Get);
-    session::send_manifest(
-        &mut c,
-        &[FileEntry {
-            path: "f".into(),
-            size: 0,
-            mode: 0,
-            mtime_ns: 0,
-        }],
-    )
-    .unwrap();
+    ask_for(&mut c, "f");
     assert!(matches!(c.recv().unwrap(), Message::Accepted { .. }));
     session::recv_manifest(&mut c, session::ManifestLimits::default()).unwrap();
     // Sixteen blocks' worth of ranges is the most a receiver can hold; 17 is a lie.
@@ -992,16 +978,7 @@ fn a_stream_past_a_sending_servers_count_is_refused_before_acceptance() {
     let mut c = Conn::new(TcpStream::connect(&addr).unwrap()).unwrap();
     let agreed = session::client_handshake(&mut c, &Token::new(TOKEN).unwrap(), false).unwrap();
     c.send(&Message::Open(params(Kind::Get, 1))).unwrap();
-    session::send_manifest(
-        &mut c,
-        &[FileEntry {
-            path: "f".into(),
-            size: 0,
-            mode: 0,
-            mtime_ns: 0,
-        }],
-    )
-    .unwrap();
+    ask_for(&mut c, "f");
     let Message::Accepted { session } = c.recv().unwrap() else {
         panic!("not accepted")
     };

@@ -18,34 +18,18 @@ use std::time::Duration;
 use braid::cancel::Cancel;
 use braid::client::{self, Config};
 use braid::conn::Conn;
-use braid::server::{self, Server};
+use braid::server;
 use braid::session::{self, SocketOptions, Token};
 use braid::telemetry::Output;
 use braid::Error;
 use braid_wire::seal::DATA_AT;
 use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME};
 
-const TOKEN: &str = "relay-test-token";
+mod common;
+use common::TOKEN;
 
 fn serve(root: &Path, allow_plain: bool) -> String {
-    let srv = Server::bind(server::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        root: root.to_owned(),
-        token: Token::new(TOKEN).unwrap(),
-        sock: SocketOptions::default(),
-        pin_dir: braid_cc::DEFAULT_PIN_DIR.into(),
-        output: Output::Quiet,
-        once: false,
-        wait: None,
-        limit_bps: None,
-        allow_plain,
-        limits: server::Limits::default(),
-        cancel: Cancel::new(),
-    })
-    .unwrap();
-    let addr = srv.local_addr().to_string();
-    thread::spawn(move || srv.run());
-    addr
+    common::serve_with(root, "127.0.0.1:0", server::Limits::default(), allow_plain)
 }
 
 fn config(addr: &str, kind: Kind, resume: bool) -> Config {
