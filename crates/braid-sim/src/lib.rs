@@ -3,14 +3,20 @@
 //! controls' unit vectors and the real kernel's system tests.
 //!
 //! What is real: each flow's window is the controls' own arithmetic
-//! (bpf/math/, compiled natively: `braid_cc::native`), a TCP-P group is
-//! coupled as bpf/braid_cc.bpf.c couples it (an epoch the members catch up
-//! with, the burst guard), and the bottleneck is braid-link's `Direction`
-//! (loss model, drop-tail or RED queue, exact serialisation, delay line).
+//! (bpf/math/, compiled natively: `braid_cc::native`), or CUBIC as Linux's
+//! tcp_cubic.c computes it (`cubic`), or a BBR v1 model (`bbr`); a TCP-P
+//! group is coupled as bpf/braid_cc.bpf.c couples it (an epoch the members
+//! catch up with, the burst guard), and the bottleneck is braid-link's
+//! `Direction` (loss model, drop-tail or RED queue, exact serialisation,
+//! delay line). Each flow may have a round-trip time of its own (a delay
+//! added to its ACKs' way back), and a flow may be finite (a number of
+//! packets, then it is done): Poisson arrivals of short flows, as web
+//! traffic (`poisson`).
 //!
 //! What is simplified (unlike the kernel, on purpose, to stay small):
-//! - every packet is MSS-sized and always backlogged (bulk flows), ACKs
-//!   come one per packet over a reverse path that only delays them;
+//! - every packet is MSS-sized; a flow sends as long as it has data (bulk
+//!   flows always do); ACKs come one per packet over a reverse path that
+//!   only delays them;
 //! - a packet is found lost once a packet sent 3 or more after it is
 //!   acknowledged (SACK's dupthresh on a path that never reorders); one
 //!   window reduction per round trip (NewReno's recovery: no growth until
@@ -24,19 +30,38 @@
 //! - a stiff flow (UDP that does not back off) sends at its rate, a constant
 //!   or a sinusoid, and is never retransmitted.
 
-use std::collections::VecDeque;
+pub mod bbr;
+pub mod cubic;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use braid_cc::native::{Arith, Window};
 use braid_link::{Config, Direction, Frame};
+
+use bbr::Bbr;
+use cubic::Cubic;
 
 /// Bytes of a data packet on the wire; its payload is [`MSS`].
 pub const WIRE: usize = 1500;
 pub const MSS: usize = 1448;
 const DUPTHRESH: u64 = 3;
 
+/// Which model a flow's window follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    /// `arith`: braid's controls' own arithmetic (bpf/math).
+    Native,
+    /// Linux's CUBIC (`cubic`).
+    Cubic,
+    /// A BBR v1 model (`bbr`).
+    Bbr,
+}
+
 /// One flow: its control, and its settings as braid-cc would give them.
 #[derive(Clone, Copy, Debug)]
 pub struct Flow {
+    pub model: Model,
     pub arith: Arith,
     /// braid_frac's growth in thousandths of Reno's (1000/m).
     pub frac_cwnd: u32,
@@ -49,6 +74,13 @@ pub struct Flow {
     pub stop_ns: u64,
     /// Not TCP: a stiff stream at this rate.
     pub stiff: Option<Stiff>,
+    /// A stream of braid's session (what `SimSteering::Streams` counts);
+    /// a TCP-P flow always is.
+    pub session: bool,
+    /// Added to the path's round-trip time, ns (on the ACKs' way back).
+    pub extra_rtt_ns: u64,
+    /// A finite flow: it is done once this many packets have been delivered.
+    pub packets: Option<u64>,
 }
 
 /// A stiff flow's rate: from `min_bps` to `max_bps` and back over
@@ -75,6 +107,7 @@ impl Stiff {
 impl Flow {
     pub fn new(arith: Arith) -> Flow {
         Flow {
+            model: Model::Native,
             arith,
             frac_cwnd: 1000,
             group: None,
@@ -82,6 +115,33 @@ impl Flow {
             start_ns: 0,
             stop_ns: u64::MAX,
             stiff: None,
+            session: false,
+            extra_rtt_ns: 0,
+            packets: None,
+        }
+    }
+
+    /// Linux's CUBIC.
+    pub fn cubic() -> Flow {
+        Flow {
+            model: Model::Cubic,
+            ..Flow::new(Arith::Reno)
+        }
+    }
+
+    /// A BBR v1 flow.
+    pub fn bbr() -> Flow {
+        Flow {
+            model: Model::Bbr,
+            ..Flow::new(Arith::Reno)
+        }
+    }
+
+    /// A stream of braid's session (see `session`).
+    pub fn in_session(self) -> Flow {
+        Flow {
+            session: true,
+            ..self
         }
     }
 
@@ -108,8 +168,38 @@ impl Flow {
         Flow {
             group: Some(group),
             k_milli,
+            session: true,
             ..Flow::new(Arith::Tcpp)
         }
+    }
+}
+
+/// Short flows like `template` arriving as a Poisson process between
+/// `from_ns` and `to_ns`, at `load_bps` of payload on average, their sizes
+/// exponential with mean `mean_bytes` (web-like traffic); seeded.
+pub fn poisson(
+    template: Flow,
+    load_bps: f64,
+    mean_bytes: f64,
+    from_ns: u64,
+    to_ns: u64,
+    seed: u64,
+) -> Vec<Flow> {
+    let mut rng = braid_link::rng::Rng::new(seed);
+    let per_ns = load_bps / 8.0 / mean_bytes / 1e9;
+    let mut t = from_ns as f64;
+    let mut out = Vec::new();
+    loop {
+        t += -(1.0 - rng.unit()).ln() / per_ns;
+        if t >= to_ns as f64 {
+            return out;
+        }
+        let bytes = -(1.0 - rng.unit()).ln() * mean_bytes;
+        out.push(Flow {
+            start_ns: t as u64,
+            packets: Some((bytes / MSS as f64).ceil().max(1.0) as u64),
+            ..template
+        });
     }
 }
 
@@ -126,6 +216,30 @@ impl Frame for Pkt {
     }
 }
 
+/// An ACK on its way back, due at `at` (`n` keeps equal times in order).
+struct Due {
+    at: u64,
+    n: u64,
+    pkt: Pkt,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.n) == (o.at, o.n)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.n).cmp(&(o.at, o.n))
+    }
+}
+
 /// A TCP-P group's shared state, as the BPF glue keeps it in its map.
 #[derive(Default, Debug)]
 struct Group {
@@ -134,13 +248,47 @@ struct Group {
     last_reduction_ns: Option<u64>,
 }
 
+/// A flow's window, by its model.
+enum Cc {
+    Native(Window),
+    Cubic(Cubic),
+    Bbr(Bbr),
+}
+
+impl Cc {
+    fn new(f: &Flow, now_ns: u64) -> Cc {
+        match f.model {
+            Model::Native => Cc::Native(Window::new(f.arith, 10, u32::MAX, now_ns / 1000)),
+            Model::Cubic => Cc::Cubic(Cubic::new(10)),
+            Model::Bbr => Cc::Bbr(Bbr::new()),
+        }
+    }
+
+    fn cwnd(&self) -> u32 {
+        match self {
+            Cc::Native(w) => w.cwnd(),
+            Cc::Cubic(c) => c.cwnd,
+            Cc::Bbr(b) => b.cwnd(),
+        }
+    }
+}
+
+/// A packet in flight: its sequence, and the flow's delivery count and
+/// time when it went (a BBR rate sample's start).
+#[derive(Clone, Copy, Debug)]
+struct Out {
+    seq: u64,
+    delivered: u64,
+    delivered_ns: u64,
+}
+
 struct Sender {
     spec: Flow,
-    win: Window,
+    cc: Cc,
     next_seq: u64,
-    /// Sent and not yet acknowledged or found lost: (seq, sent at). A
-    /// lost packet's data goes again as a new packet (bulk data is alike).
-    outstanding: VecDeque<(u64, u64)>,
+    /// Sent and not yet acknowledged or found lost. A lost packet's data
+    /// goes again as a new packet (bulk data is alike).
+    outstanding: VecDeque<Out>,
     /// In recovery until a packet of this sequence or later is acknowledged.
     recovery_until: Option<u64>,
     srtt_ns: u64,
@@ -149,21 +297,47 @@ struct Sender {
     last_ack_ns: u64,
     seen_epoch: u64,
     active: bool,
-    /// Payload packets that reached the receiver.
+    /// A finite flow that delivered all its packets.
+    done: bool,
+    /// Payload packets that reached the receiver, and when the last did.
     delivered: u64,
+    delivered_ns: u64,
     losses: u64,
     /// Packets found lost (by three later ones acknowledged, or a timeout).
     lost: u64,
     /// A steer's rate cap, as ns between packets; and when the next may go
-    /// (also a stiff flow's clock).
+    /// (also a stiff or paced flow's clock).
     pace_gap_ns: Option<u64>,
     next_send_ns: u64,
-    /// A TCP-P member a steer took out of the session: it sends nothing and
-    /// is out of its group until it joins again as a new connection.
+    /// A session's stream a steer took out: it sends nothing (and is out of
+    /// its TCP-P group) until it joins again as a new connection.
     parked: bool,
     /// Its counters when its connection began (TCP_INFO's start at zero).
     sent_base: u64,
     lost_base: u64,
+}
+
+impl Sender {
+    /// The gap to the next packet: the steer's cap's or the BBR model's
+    /// pacing, whichever is slower; `None` sends as the window allows.
+    fn gap_ns(&self) -> Option<u64> {
+        let bbr = match &self.cc {
+            Cc::Bbr(b) => b.pacing_rate().map(|r| (1e9 / r.max(1.0)) as u64),
+            _ => None,
+        };
+        match (self.pace_gap_ns, bbr) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Packets the flow may still send (a finite one stops at its size).
+    fn has_data(&self) -> bool {
+        match self.spec.packets {
+            Some(n) => self.delivered + (self.outstanding.len() as u64) < n,
+            None => true,
+        }
+    }
 }
 
 /// What a run measured, per flow, over its measurement window.
@@ -187,7 +361,7 @@ impl Outcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowView {
     pub active: bool,
-    /// A member of a TCP-P group (the flows a steer drives).
+    /// A stream of braid's session (the flows a steer drives).
     pub tcpp: bool,
     /// Carrying data: not taken out of the session by a steer.
     pub carrying: bool,
@@ -211,11 +385,11 @@ pub enum SimSteering {
     Strength(u32),
     /// Cap flow `i`'s rate at this many payload bytes per second; `None` lifts it.
     Pace(usize, Option<u64>),
-    /// The first `n` TCP-P flows carry data; the rest send nothing and are
-    /// out of their group at once (in braid a stream that left stays a
-    /// member until its connection has closed at both ends, a round trip or
-    /// so later), and one that comes back is a new connection: slow start
-    /// from 10 packets, no RTT yet.
+    /// The first `n` streams of the session carry data; the rest send
+    /// nothing (and are out of their TCP-P group) at once (in braid a stream
+    /// that left stays a member until its connection has closed at both
+    /// ends, a round trip or so later), and one that comes back is a new
+    /// connection: slow start from 10 packets, no RTT yet.
     Streams(usize),
 }
 
@@ -230,6 +404,13 @@ pub struct Run {
     reverse_ns: u64,
     senders: Vec<Sender>,
     groups: Vec<Group>,
+    acks: BinaryHeap<Reverse<Due>>,
+    acks_n: u64,
+    /// Flows by start time, and the next of them to start.
+    starts: Vec<usize>,
+    next_start: usize,
+    /// Flows that started and are not done, in index order.
+    live: Vec<usize>,
 }
 
 impl Run {
@@ -239,6 +420,8 @@ impl Run {
             .filter_map(|f| f.group)
             .max()
             .map_or(0, |g| g + 1);
+        let mut starts: Vec<usize> = (0..flows.len()).collect();
+        starts.sort_by_key(|&i| flows[i].start_ns);
         Run {
             link: Direction::new(link, false),
             reverse_ns,
@@ -246,7 +429,7 @@ impl Run {
                 .iter()
                 .map(|f| Sender {
                     spec: *f,
-                    win: Window::new(f.arith, 10, u32::MAX, f.start_ns / 1000),
+                    cc: Cc::new(f, f.start_ns),
                     next_seq: 0,
                     outstanding: VecDeque::new(),
                     recovery_until: None,
@@ -255,7 +438,9 @@ impl Run {
                     last_ack_ns: f.start_ns,
                     seen_epoch: 0,
                     active: false,
+                    done: false,
                     delivered: 0,
+                    delivered_ns: f.start_ns,
                     losses: 0,
                     lost: 0,
                     pace_gap_ns: None,
@@ -266,6 +451,11 @@ impl Run {
                 })
                 .collect(),
             groups: (0..groups).map(|_| Group::default()).collect(),
+            acks: BinaryHeap::new(),
+            acks_n: 0,
+            starts,
+            next_start: 0,
+            live: Vec::new(),
         }
     }
 
@@ -289,7 +479,6 @@ impl Run {
         steer: &mut SimSteer,
     ) -> Outcome {
         let mut tick = first_ns;
-        let mut acks: VecDeque<(u64, Pkt)> = VecDeque::new();
         let mut at_from: Option<Vec<(u64, u64)>> = None;
         let mut now = 0u64;
         let mut dropped = 0u64;
@@ -303,18 +492,26 @@ impl Run {
                 );
             }
             self.start(now);
-            for i in 0..self.senders.len() {
+            for j in 0..self.live.len() {
+                let i = self.live[j];
                 self.check_timeout(i, now);
                 dropped += self.send(i, now);
             }
             while let Some(p) = self.link.pop(now) {
-                acks.push_back((now + self.reverse_ns, p));
+                let at = now + self.reverse_ns + self.senders[p.flow].spec.extra_rtt_ns;
+                self.acks_n += 1;
+                self.acks.push(Reverse(Due {
+                    at,
+                    n: self.acks_n,
+                    pkt: p,
+                }));
             }
-            while acks.front().is_some_and(|(at, _)| *at <= now) {
-                let (_, p) = acks.pop_front().expect("front exists");
-                self.on_ack(p, now);
+            while self.acks.peek().is_some_and(|Reverse(d)| d.at <= now) {
+                let Reverse(d) = self.acks.pop().expect("peeked");
+                self.on_ack(d.pkt, now);
             }
-            for i in 0..self.senders.len() {
+            for j in 0..self.live.len() {
+                let i = self.live[j];
                 dropped += self.send(i, now);
             }
             if now >= tick {
@@ -323,13 +520,15 @@ impl Run {
                 for a in asked {
                     self.steered(a, now);
                 }
-                for i in 0..self.senders.len() {
+                for j in 0..self.live.len() {
+                    let i = self.live[j];
                     dropped += self.send(i, now);
                 }
             }
+            self.live.retain(|&i| !self.senders[i].done);
             let next = [
                 self.link.next_wakeup(),
-                acks.front().map(|(at, _)| *at),
+                self.acks.peek().map(|Reverse(d)| d.at),
                 self.next_timer(now),
                 (tick < u64::MAX).then_some(tick),
             ]
@@ -375,7 +574,7 @@ impl Run {
             }
             SimSteering::Streams(n) => {
                 let members: Vec<usize> = (0..self.senders.len())
-                    .filter(|&i| self.senders[i].spec.group.is_some())
+                    .filter(|&i| self.senders[i].spec.session)
                     .collect();
                 for (j, i) in members.into_iter().enumerate() {
                     self.carry(i, j < n.max(1), now);
@@ -384,27 +583,31 @@ impl Run {
         }
     }
 
-    /// Takes TCP-P flow `i` out of the session, or brings it back.
+    /// Takes a session's flow `i` out of the session, or brings it back.
     fn carry(&mut self, i: usize, carrying: bool, now: u64) {
         let s = &mut self.senders[i];
         if s.parked != carrying {
             return;
         }
-        let g = s.spec.group.expect("a TCP-P flow");
         s.parked = !carrying;
         if !s.active {
             return;
         }
-        let group = &mut self.groups[g];
         s.outstanding.clear();
         s.recovery_until = None;
+        if let Some(g) = s.spec.group {
+            let group = &mut self.groups[g];
+            if !carrying {
+                group.members = group.members.saturating_sub(1);
+                return;
+            }
+            group.members += 1;
+            s.seen_epoch = group.epoch;
+        }
         if !carrying {
-            group.members = group.members.saturating_sub(1);
             return;
         }
-        group.members += 1;
-        s.seen_epoch = group.epoch;
-        s.win = Window::new(s.spec.arith, 10, u32::MAX, now / 1000);
+        s.cc = Cc::new(&s.spec, now);
         s.srtt_ns = 0;
         s.min_srtt_ns = 0;
         s.last_ack_ns = now;
@@ -418,12 +621,12 @@ impl Run {
             .iter()
             .map(|s| FlowView {
                 active: s.active,
-                tcpp: s.spec.group.is_some(),
+                tcpp: s.spec.session,
                 carrying: !s.parked,
                 srtt_ns: s.srtt_ns,
                 min_srtt_ns: s.min_srtt_ns,
                 delivered: s.delivered,
-                cwnd: s.win.cwnd(),
+                cwnd: s.cc.cwnd(),
                 sent: s.next_seq - s.sent_base,
                 lost: s.lost - s.lost_base,
             })
@@ -431,12 +634,18 @@ impl Run {
     }
 
     fn start(&mut self, now: u64) {
-        for s in &mut self.senders {
-            if s.active || now < s.spec.start_ns {
-                continue;
+        while let Some(&i) = self.starts.get(self.next_start) {
+            let s = &mut self.senders[i];
+            if now < s.spec.start_ns {
+                break;
             }
+            self.next_start += 1;
             s.active = true;
             s.last_ack_ns = now;
+            // In the flows' order, as they were given: what goes first in one
+            // instant takes the queue's last place.
+            let at = self.live.partition_point(|&j| j < i);
+            self.live.insert(at, i);
             if s.parked {
                 continue;
             }
@@ -449,14 +658,16 @@ impl Run {
         }
     }
 
-    /// When a flow's retransmission timer or start comes due.
+    /// When a flow's retransmission timer, pacing clock or start comes due.
     fn next_timer(&self, now: u64) -> Option<u64> {
-        self.senders
+        let start = self
+            .starts
+            .get(self.next_start)
+            .map(|&i| self.senders[i].spec.start_ns);
+        self.live
             .iter()
-            .filter_map(|s| {
-                if !s.active {
-                    return (s.spec.start_ns > now).then_some(s.spec.start_ns);
-                }
+            .filter_map(|&i| {
+                let s = &self.senders[i];
                 if s.parked {
                     return None;
                 }
@@ -467,18 +678,20 @@ impl Run {
                 if s.spec.stiff.is_some() {
                     return Some(s.next_send_ns);
                 }
-                let paced = (s.pace_gap_ns.is_some()
-                    && (s.outstanding.len() as u64) < s.win.cwnd() as u64)
+                let paced = (s.gap_ns().is_some()
+                    && s.has_data()
+                    && (s.outstanding.len() as u64) < s.cc.cwnd() as u64)
                     .then_some(s.next_send_ns);
                 [paced, rto].into_iter().flatten().min()
             })
+            .chain(start)
             .min()
     }
 
     /// Sends what the window allows; returns the packets the link dropped.
     fn send(&mut self, i: usize, now: u64) -> u64 {
         let s = &mut self.senders[i];
-        if !s.active || s.parked || now >= s.spec.stop_ns {
+        if !s.active || s.parked || s.done || now >= s.spec.stop_ns {
             return 0;
         }
         let mut dropped = 0;
@@ -498,8 +711,9 @@ impl Run {
             }
             return dropped;
         }
-        while (s.outstanding.len() as u64) < s.win.cwnd() as u64 {
-            if let Some(gap) = s.pace_gap_ns {
+        let gap = s.gap_ns();
+        while (s.outstanding.len() as u64) < s.cc.cwnd() as u64 && s.has_data() {
+            if let Some(gap) = gap {
                 if now < s.next_send_ns {
                     break;
                 }
@@ -507,7 +721,11 @@ impl Run {
             }
             let seq = s.next_seq;
             s.next_seq += 1;
-            s.outstanding.push_back((seq, now));
+            s.outstanding.push_back(Out {
+                seq,
+                delivered: s.delivered,
+                delivered_ns: s.delivered_ns,
+            });
             let p = Pkt {
                 flow: i,
                 seq,
@@ -527,6 +745,9 @@ impl Run {
         }
         self.reduce(i, now);
         let s = &mut self.senders[i];
+        if let Cc::Cubic(c) = &mut s.cc {
+            c.timeout();
+        }
         s.lost += s.outstanding.len() as u64;
         s.outstanding.clear();
         s.recovery_until = Some(s.next_seq);
@@ -545,6 +766,10 @@ impl Run {
         let (n, k) = self.group_of(i);
         let s = &mut self.senders[i];
         s.delivered += 1;
+        s.delivered_ns = now;
+        if s.spec.packets.is_some_and(|n| s.delivered >= n) {
+            s.done = true;
+        }
         s.last_ack_ns = now;
         let rtt = now - p.sent_ns;
         s.srtt_ns = if s.srtt_ns == 0 {
@@ -557,20 +782,20 @@ impl Run {
         } else {
             s.min_srtt_ns.min(s.srtt_ns)
         };
-        let Some(pos) = s.outstanding.iter().position(|(q, _)| *q == p.seq) else {
+        let Some(pos) = s.outstanding.iter().position(|o| o.seq == p.seq) else {
             return;
         };
         // A window grows only while the sender fills it (the kernel's
         // tcp_is_cwnd_limited): a paced flow below its window does not.
         let filled =
-            s.pace_gap_ns.is_none() || s.outstanding.len() as u64 + 1 >= s.win.cwnd() as u64;
-        s.outstanding.remove(pos);
+            s.pace_gap_ns.is_none() || s.outstanding.len() as u64 + 1 >= s.cc.cwnd() as u64;
+        let out = s.outstanding.remove(pos).expect("found");
         // Packets sent DUPTHRESH or more before this one and not yet acknowledged are lost.
         let mut lost = 0;
         while s
             .outstanding
             .front()
-            .is_some_and(|(q, _)| q + DUPTHRESH <= p.seq)
+            .is_some_and(|o| o.seq + DUPTHRESH <= p.seq)
         {
             s.outstanding.pop_front();
             lost += 1;
@@ -578,6 +803,20 @@ impl Run {
         s.lost += lost;
         if s.recovery_until.is_some_and(|r| p.seq >= r) {
             s.recovery_until = None;
+        }
+        let in_flight = s.outstanding.len() as u32;
+        let (delivered, next_seq) = (s.delivered, s.next_seq);
+        match &mut s.cc {
+            Cc::Cubic(c) => c.rtt_sample(rtt / 1000, p.seq, next_seq),
+            Cc::Bbr(b) => b.ack(
+                now / 1000,
+                rtt / 1000,
+                out.delivered,
+                out.delivered_ns / 1000,
+                delivered,
+                in_flight,
+            ),
+            Cc::Native(_) => {}
         }
         if lost > 0 {
             if s.recovery_until.is_none() {
@@ -589,10 +828,16 @@ impl Run {
         }
         let s = &mut self.senders[i];
         if s.recovery_until.is_none() && s.active && filled {
-            if s.spec.arith == Arith::Htcp {
-                s.win.htcp_sample(now / 1000, (rtt / 1000) as u32);
+            match &mut s.cc {
+                Cc::Native(w) => {
+                    if s.spec.arith == Arith::Htcp {
+                        w.htcp_sample(now / 1000, (rtt / 1000) as u32);
+                    }
+                    w.ack(1, now / 1000, s.spec.frac_cwnd, n, k);
+                }
+                Cc::Cubic(c) => c.ack(1, now / 1000),
+                Cc::Bbr(_) => {}
             }
-            s.win.ack(1, now / 1000, s.spec.frac_cwnd, n, k);
         }
     }
 
@@ -613,12 +858,14 @@ impl Run {
         let (epoch, members) = (self.groups[g].epoch, self.groups[g].members);
         let s = &mut self.senders[i];
         if epoch != s.seen_epoch {
-            s.win.tcpp_reduce(
-                (epoch - s.seen_epoch) as u32,
-                epoch,
-                members.max(1),
-                s.spec.k_milli,
-            );
+            if let Cc::Native(w) = &mut s.cc {
+                w.tcpp_reduce(
+                    (epoch - s.seen_epoch) as u32,
+                    epoch,
+                    members.max(1),
+                    s.spec.k_milli,
+                );
+            }
             s.seen_epoch = epoch;
         }
     }
@@ -640,7 +887,17 @@ impl Run {
         let s = &mut self.senders[i];
         s.losses += 1;
         let guard_us = (s.min_srtt_ns.max(s.srtt_ns) / 1000).min(u32::MAX as u64) as u32;
-        let (_, signal) = s.win.loss(now / 1000, since, epoch, guard_us);
+        let signal = match &mut s.cc {
+            Cc::Native(w) => w.loss(now / 1000, since, epoch, guard_us).1,
+            Cc::Cubic(c) => {
+                c.loss();
+                false
+            }
+            Cc::Bbr(b) => {
+                b.loss(now / 1000);
+                false
+            }
+        };
         if let (Some(g), true) = (group, signal) {
             let g = &mut self.groups[g];
             g.epoch += 1;

@@ -574,3 +574,111 @@ fn auto_holds_one_flows_share_steadily_once_reno_flows_arrive_beside_it() {
     let median = median(settled.clone());
     assert!(median <= 9.0, "settled after {settled:?}");
 }
+
+#[test]
+fn one_cubic_flow_fills_a_clean_long_path() {
+    // 100 Mb/s, 68 ms, a buffer of one BDP (587 packets): CUBIC's concave
+    // approach to its last maximum keeps the path busy through each loss.
+    let o = run(
+        "rate 100mbit limit 587 jitter",
+        68,
+        &[Flow::cubic()],
+        20,
+        120,
+    );
+    let used = o.mbps(0..1) / 100.0 * (1500.0 / 1448.0);
+    eprintln!(
+        "measured: one CUBIC flow: {:.1} % of the path",
+        used * 100.0
+    );
+    assert!(used > 0.95, "{used}");
+}
+
+#[test]
+fn cubic_under_random_loss_follows_its_response_function() {
+    // RFC 9438 section 5: with loss rate p CUBIC's mean window is
+    // (C (3 + beta) / (4 (1 - beta)))^(1/4) (RTT / p)^(3/4), RTT in seconds,
+    // and never below the Reno-friendly region's: an AIMD of alpha =
+    // 3 (1 - beta) / (1 + beta) and beta averages Reno's sqrt(3 / (2 p)).
+    let (beta, c) = (0.7f64, 0.4f64);
+    for (rtt_ms, p) in [(100u64, 1e-5f64), (200, 1e-5), (100, 1e-4)] {
+        let link = format!("rate 10gbit limit 200000 loss random {}% seed 9", p * 100.0);
+        let o = run(&link, rtt_ms, &[Flow::cubic()], 60, 600);
+        let rtt = rtt_ms as f64 / 1000.0;
+        let cubic = (c * (3.0 + beta) / (4.0 * (1.0 - beta))).powf(0.25) * (rtt / p).powf(0.75);
+        let reno = (3.0 / (2.0 * p)).sqrt();
+        let want = cubic.max(reno) * MSS_BITS / rtt / 1e6;
+        let got = o.mbps(0..1);
+        eprintln!("measured: CUBIC, {rtt_ms} ms, p {p}: {got:.1} Mb/s, RFC 9438 {want:.1}");
+        assert!(
+            (0.75..1.33).contains(&(got / want)),
+            "{got:.1} against {want:.1}"
+        );
+    }
+}
+
+const MSS_BITS: f64 = braid_sim::MSS as f64 * 8.0;
+
+#[test]
+fn bbr_takes_the_path_from_cubic_in_a_shallow_buffer_and_not_in_a_deep_one() {
+    // A buffer of a quarter BDP: CUBIC's losses keep it small while BBR,
+    // deaf to loss, holds its model's rate. Four BDPs: CUBIC fills the
+    // buffer, BBR's window of twice its BDP holds it to its share or less.
+    let (shallow, deep) = (
+        run(
+            "rate 100mbit limit 147",
+            68,
+            &[Flow::bbr(), Flow::cubic()],
+            30,
+            150,
+        ),
+        run(
+            "rate 100mbit limit 2350",
+            68,
+            &[Flow::bbr(), Flow::cubic()],
+            30,
+            150,
+        ),
+    );
+    let (s, d) = (
+        shallow.mbps(0..1) / shallow.mbps(1..2),
+        deep.mbps(0..1) / deep.mbps(1..2),
+    );
+    eprintln!("measured: BBR / CUBIC: {s:.2} in a quarter BDP, {d:.2} in four");
+    assert!(s > 1.5, "{s:.2}");
+    assert!(d < 1.0, "{d:.2}");
+    assert!(shallow.mbps(0..2) > 90.0 && deep.mbps(0..2) > 90.0);
+}
+
+#[test]
+fn a_flow_with_a_longer_round_trip_takes_less() {
+    // Reno's rate goes as 1 / RTT: three times the RTT (with a queue of 19 ms
+    // on both), well under half the rate.
+    let far = Flow {
+        extra_rtt_ns: 80 * MS,
+        ..Flow::new(Arith::Reno)
+    };
+    let o = run(
+        "rate 50mbit limit 80 jitter",
+        40,
+        &[Flow::new(Arith::Reno), far],
+        30,
+        230,
+    );
+    let ratio = o.mbps(1..2) / o.mbps(0..1);
+    eprintln!("measured: Reno at 120 ms against Reno at 40 ms: {ratio:.2}");
+    assert!(ratio < 0.5, "{ratio:.2}");
+    assert!(o.mbps(0..2) > 45.0);
+}
+
+#[test]
+fn short_poisson_flows_load_the_path_as_asked() {
+    let flows = braid_sim::poisson(Flow::cubic(), 30e6, 200e3, 0, 120 * S, 7);
+    let o = run("rate 100mbit limit 400", 40, &flows, 20, 120);
+    let load = o.mbps(0..flows.len());
+    eprintln!(
+        "measured: {} Poisson flows at 30 Mb/s of load: {load:.1} Mb/s",
+        flows.len()
+    );
+    assert!((24.0..36.0).contains(&load), "{load:.1}");
+}
