@@ -15,6 +15,12 @@ another's 10. Kinds:
   bound         `metric` <= `other` in at least `fraction` of the cells of `a`
   knee_order    the knee (metrics.knee over `streams`) falls at no fewer streams in
                 each listed scenario than in the next (among those measured, at least two)
+  share_of_cells  in at least `share` of the scenarios matching `scenarios`, `a`'s median
+                `metric` lies within its bounds: `low` and `high` are each {times, of,
+                combine}: `times` x the `combine` (min or max, default min) of the terms
+                in `of`, each a method pattern (the best of its methods' medians of
+                `metric` there) or a column of `a`'s rows (its median: equal_share_mbps,
+                settle_bound_s). Reported as the share with its 95 % Wilson interval.
 A claim may name a `scenario`; else every scenario counts. A `note` is shown
 when the claim does not hold: what is known about why.
 """
@@ -152,10 +158,58 @@ def check(claim: dict, rows: list[dict]) -> Verdict:
         ok = all(x >= y for (_, x), (_, y) in zip(have, have[1:]))
         v.detail = "knee (fewest streams reaching 90 % of the best): " + ", ".join(
             f"{sc} {k:g}" for sc, k in have) + (f"; no data for {', '.join(absent)}" if absent else "")
+    elif kind == "share_of_cells":
+        per = cell_results(claim, rows)
+        judged = {sc: ok for sc, ok in per.items() if ok is not None}
+        if not judged:
+            v.detail = f"{metric}: no cell of {', '.join(claim['scenarios'])} measured for {claim['a']} and its yardsticks"
+            return v
+        k, n = sum(judged.values()), len(judged)
+        lo, hi = metrics.wilson(k, n)
+        want = claim["share"]
+        ok = k / n >= want
+        failing = sorted(sc for sc, x in judged.items() if not x)
+        v.detail = (f"{metric}: {k} of {n} cells ({100 * k / n:.0f} %, 95 % interval {100 * lo:.0f}-"
+                    f"{100 * hi:.0f} %; want {100 * want:.0f} %)"
+                    + (f"; not in: {', '.join(failing[:12])}{' ...' if len(failing) > 12 else ''}" if failing else ""))
     else:
         raise ValueError(f"claim {claim['id']}: unknown check {kind!r}")
     v.status = "holds" if ok else "does not hold"
     return v
+
+
+def _term(rows: list[dict], scenario: str, a: str, metric: str, term: str | float) -> float | None:
+    """One yardstick of a cell: a number, a method pattern's best median of `metric` there, or the
+    median of a column of `a`'s own rows there."""
+    if isinstance(term, (int, float)):
+        return float(term)
+    mine = [r[term] for r in rows if r["scenario"] == scenario and fnmatch.fnmatchcase(r["method"], a)
+            and r.get(term) is not None]
+    if mine:
+        return statistics.median(mine)
+    meds = [x for m, x in medians(rows, metric, scenario).items() if fnmatch.fnmatchcase(m, term)]
+    return max(meds) if meds else None
+
+
+def _bound(rows: list[dict], scenario: str, a: str, metric: str, b: dict | None) -> float | None:
+    terms = [_term(rows, scenario, a, metric, t) for t in b["of"]]
+    if any(t is None for t in terms):
+        return None
+    return b.get("times", 1.0) * (max(terms) if b.get("combine") == "max" else min(terms))
+
+
+def cell_results(claim: dict, rows: list[dict]) -> dict[str, bool | None]:
+    """A `share_of_cells` claim cell by cell: whether it holds in each matching scenario (None:
+    not measured there, for the method or a yardstick)."""
+    metric, a = claim["metric"], claim["a"]
+    patterns = claim["scenarios"] if isinstance(claim["scenarios"], list) else [claim["scenarios"]]
+    out: dict[str, bool | None] = {}
+    for sc in sorted({r["scenario"] for r in rows if any(fnmatch.fnmatchcase(r["scenario"], p) for p in patterns)}):
+        x = _value(medians(rows, metric, sc), a)
+        lo = _bound(rows, sc, a, metric, claim["low"]) if "low" in claim else float("-inf")
+        hi = _bound(rows, sc, a, metric, claim["high"]) if "high" in claim else float("inf")
+        out[sc] = None if x is None or lo is None or hi is None else lo <= x <= hi
+    return out
 
 
 def check_all(claims: list[dict], rows: list[dict]) -> list[Verdict]:

@@ -19,13 +19,21 @@ class Method:
     """A way to move data: a mode of braid's engine and its settings."""
 
     mode: str = "parallel"  # single | parallel | combined | tcpp | auto | falcon (streams: its most)
-    streams: int = 1
+    streams: int | None = 1  # None: braid's own default (no -n)
     cc: str | None = None
     virtual_rtt: float | None = None  # combined: m
     strength: float | None = None  # tcpp: k; auto: the fair share it keeps to on a busy path
+    # braid as a user runs it with no options (its default mode and streams); `mode` is then
+    # what that default is, for the reports.
+    default: bool = False
+    # As on a host where braid's congestion controls are not loaded (or may not be opened).
+    no_controls: bool = False
 
     def argv(self) -> list[str]:
-        a = ["--mode", self.mode, "-n", str(self.streams)]
+        a = ["--pin-dir", "/nonexistent/braid"] if self.no_controls else []
+        if self.default:
+            return a
+        a += ["--mode", self.mode] + (["-n", str(self.streams)] if self.streams is not None else [])
         if self.cc:
             a += ["--cc", self.cc]
         if self.virtual_rtt is not None:
@@ -35,7 +43,11 @@ class Method:
         return a
 
     def controls(self) -> list[str | None]:
-        """The control each stream should end up with at the sending end (None: the default)."""
+        """The control each stream should end up with at the sending end (None: the default).
+        A mode whose streams are its own choice (braid's default number) gives one entry: its
+        streams' control, whatever their number."""
+        if self.streams is None or self.default:
+            return [None if self.mode == "auto" else self.cc]
         if self.mode == "combined":
             return ["reno"] + ["braid_frac"] * (self.streams - 1)
         if self.mode in ("tcpp", "auto"):
@@ -46,6 +58,8 @@ class Method:
     def matches(self, got: list[str]) -> bool:
         """Whether a report's per-stream controls are this method's (None: any default)."""
         want = self.controls()
+        if self.streams is None or self.default:
+            return len(got) >= 1 and all(want[0] is None or want[0] == g for g in got)
         # Falcon's search ends with anything from one stream to its most.
         count = 1 <= len(got) <= len(want) if self.mode == "falcon" else len(got) == len(want)
         return count and all(w is None or w == g for w, g in zip(want, got))

@@ -119,13 +119,37 @@ class Scenario:
     udp: dict | None = None  # {min, max, period} (the Eq. 3 sinusoid) or {rate}
     # {flows, cc, during}: iperf3 flows from the cross host; with during = [a, b] they arrive
     # and leave at those fractions of the method's measured time, else they run throughout.
-    tcp: dict | None = None
+    # A list of them is a mix (each group an iperf3 client of its own control).
+    tcp: dict | list | None = None
     poisson: dict | None = None  # {load, mean_size, cc}: Poisson TCP flow arrivals
     probe: bool = False  # 1440-byte ICMP probes every 10 ms from the cross host
+    # {mode}: a second braid (`braid bench` with no options but the mode) from the cross host
+    # for the whole cell: auto beside auto.
+    braid: dict | None = None
 
     @property
     def cross_kinds(self) -> list[str]:
-        return [k for k in ("udp", "tcp", "poisson") if getattr(self, k)]
+        return [k for k in ("udp", "tcp", "poisson", "braid") if getattr(self, k)]
+
+    @property
+    def tcp_groups(self) -> list[dict]:
+        """The competing TCP flows as groups of one control each."""
+        if self.tcp is None:
+            return []
+        return list(self.tcp) if isinstance(self.tcp, list) else [self.tcp]
+
+    @property
+    def during(self) -> list[float] | None:
+        """When the competing TCP flows arrive and leave (fractions of the measured time), if they do."""
+        spans = {tuple(g["during"]) for g in self.tcp_groups if g.get("during")}
+        return list(next(iter(spans))) if spans else None
+
+    @property
+    def long_flows(self) -> int:
+        """Long flows beside the method for the equal share: the TCP flows (those that arrive
+        count, as they are there for the share that is judged) and a second braid (one flow's
+        worth: it keeps to one). Short flows and a stiff source are not long flows."""
+        return sum(g["flows"] for g in self.tcp_groups) + (1 if self.braid else 0)
 
 
 @dataclass(frozen=True)
@@ -175,6 +199,9 @@ class Experiment:
     # The report's frontier figure: each method's effectiveness in one scenario against its
     # appropriation in another ({effectiveness = SCENARIO, appropriation = SCENARIO}).
     frontier: dict | None = None
+    # A sampled matrix of paths x competition (its scenarios are among `scenarios`): the report
+    # gives one table of its cells and a map of where each claim holds, not a section each.
+    matrix: dict | None = None
 
     def variant(self, which: str, repeat: int | None = None) -> Variant:
         if which not in self.variants:
@@ -213,11 +240,13 @@ class Experiment:
         return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") % (2**31 - 1) + 1
 
 
-_METHOD_KEYS = {"name", "mode", "streams", "cc", "virtual_rtt", "strength"}
-_SCENARIO_KEYS = {"name", "path", "udp", "tcp", "poisson", "probe"}
+_METHOD_KEYS = {"name", "mode", "streams", "cc", "virtual_rtt", "strength", "default", "no_controls"}
+_SCENARIO_KEYS = {"name", "path", "udp", "tcp", "poisson", "probe", "braid"}
 _VARIANT_KEYS = {"seconds", "warmup", "omit", "pause", "repeat", "methods", "scenarios"}
 _TOP_KEYS = {"name", "title", "paper", "calibration", "baseline", "columns", "frontier", "path", "scenario", "method", "claim", "reference",
-             *VARIANTS}
+             "matrix", *VARIANTS}
+_MATRIX_KEYS = {"seed", "rtt", "rate", "buffer", "loss", "queue", "competition"}
+_COMPETITION_KEYS = {"name", "cells", "udp", "tcp", "poisson", "probe", "braid"}
 
 
 def _unknown(where: str, got: dict, allowed: set[str]) -> None:
@@ -257,15 +286,21 @@ def _methods(raw: dict, where: str) -> list[NamedMethod]:
             name = raw["name"].format(**f)
         except KeyError as e:
             raise ExperimentError(f"{where}: name {raw['name']!r} names {e}, which the method does not set") from None
-        n = f.get("streams", 1)
-        if not isinstance(n, int) or not 1 <= n <= 64:
+        # Without streams: one for single mode, else braid's own default (auto's and falcon's most).
+        n = f.get("streams", 1 if f["mode"] == "single" else None)
+        if n is not None and (not isinstance(n, int) or not 1 <= n <= 64):
             raise ExperimentError(f"{where}: streams {n!r}; want 1..64")
+        if f.get("default") and set(f) - {"mode", "default", "no_controls"}:
+            raise ExperimentError(f"{where}: a method run with braid's defaults takes no settings but mode "
+                                  f"(the default mode, for the reports) and no_controls")
         if f["mode"] == "single" and n != 1:
             raise ExperimentError(f"{where}: single mode has one stream")
         if f["mode"] == "combined" and n < 2:
             raise ExperimentError(f"{where}: combined mode needs 2 or more streams")
         out.append(NamedMethod(name, Method(mode=f["mode"], streams=n, cc=f.get("cc"),
-                                            virtual_rtt=f.get("virtual_rtt"), strength=f.get("strength"))))
+                                            virtual_rtt=f.get("virtual_rtt"), strength=f.get("strength"),
+                                            default=bool(f.get("default", False)),
+                                            no_controls=bool(f.get("no_controls", False)))))
     return out
 
 
@@ -280,15 +315,74 @@ def _select(names: list[str], pool: list[str], what: str, where: str) -> tuple[s
     return tuple(n for n in pool if n in chosen)
 
 
+def matrix_scenarios(matrix: dict, where: str) -> list[dict]:
+    """A sampled plan of paths x competition: `[[matrix.competition]]` entries each ask for `cells`
+    scenarios, and each scenario's path is drawn from the matrix's axes (rtt, rate, buffer in BDPs,
+    loss, queue) by a generator seeded with the matrix's seed, the competition and the cell's
+    number: the same file always gives the same scenarios. A scenario is named
+    COMPETITION-NN and is a plain [[scenario]] with its path and the competition's cross traffic."""
+    _unknown(f"{where} [matrix]", matrix, _MATRIX_KEYS)
+    for k in ("seed", "rtt", "rate", "buffer", "loss", "queue", "competition"):
+        if k not in matrix:
+            raise ExperimentError(f"{where} [matrix]: missing {k!r}")
+    out = []
+    for comp in matrix["competition"]:
+        w = f"{where} [[matrix.competition]] {comp.get('name', '?')}"
+        _unknown(w, comp, _COMPETITION_KEYS)
+        if "name" not in comp or not isinstance(comp.get("cells"), int) or comp["cells"] < 1:
+            raise ExperimentError(f"{w}: a competition needs a name and cells >= 1")
+        for c in range(comp["cells"]):
+            key = f"{matrix['seed']}/{comp['name']}/{c}".encode()
+            rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+            rtt, rate = rng.choice(matrix["rtt"]), rng.choice(matrix["rate"])
+            buffer, loss, queue = rng.choice(matrix["buffer"]), rng.choice(matrix["loss"]), rng.choice(matrix["queue"])
+            bdp = rate_bps(rate) * seconds_of(rtt) / 8 / 1500
+            limit = int(min(100_000, max(8, round(buffer * bdp))))
+            path = {"rtt": rtt, "rate": rate, "limit": limit, "loss": loss, "queue": queue}
+            if queue == "red":
+                # Floyd's guidance: max three times min, both well inside the hard limit.
+                lo = max(2, limit // 8)
+                path["red"] = {"min": lo, "max": min(3 * lo, limit - 1), "probability": 0.1}
+            sc = {k: v for k, v in comp.items() if k not in ("name", "cells")}
+            # Cross traffic given as shares of the drawn path's rate.
+            bps = rate_bps(rate)
+            if "udp" in sc and "min_share" in sc["udp"]:
+                u = sc["udp"]
+                sc["udp"] = {"min": f"{round(u['min_share'] * bps)}bit", "max": f"{round(u['max_share'] * bps)}bit",
+                             "period": u.get("period", "10s")}
+            if "poisson" in sc and "load_share" in sc["poisson"]:
+                pz = {k: v for k, v in sc["poisson"].items() if k != "load_share"}
+                sc["poisson"] = {**pz, "load": f"{round(sc['poisson']['load_share'] * bps)}bit"}
+            out.append({"name": f"{comp['name']}-{c:02d}", "path": path, **sc})
+    return out
+
+
+def _tcp_group(g: dict, w: str) -> None:
+    _unknown(f"{w} tcp", g, {"flows", "cc", "during"})
+    if not isinstance(g.get("flows"), int) or not 1 <= g["flows"] <= 64:
+        raise ExperimentError(f"{w} tcp: flows must be 1..64")
+    during = g.get("during")
+    if during is not None and not (
+            isinstance(during, list) and len(during) == 2
+            and all(isinstance(x, (int, float)) for x in during) and 0 < during[0] < during[1] <= 1):
+        raise ExperimentError(f"{w} tcp: during must be [arrive, leave], fractions of the measured "
+                              f"time with 0 < arrive < leave <= 1, not {during!r}")
+
+
 def parse(data: dict, source: Path | None = None) -> Experiment:
     where = str(source or "experiment")
     _unknown(where, data, _TOP_KEYS)
-    for k in ("name", "scenario", "method", *VARIANTS):
+    for k in ("name", "method", *VARIANTS):
         if k not in data:
             raise ExperimentError(f"{where}: missing {'[' + k + ']' if k in VARIANTS else k!r}")
     base = _path(data.get("path", {}), None, f"{where} [path]")
+    raw_scenarios = list(data.get("scenario", []))
+    if "matrix" in data:
+        raw_scenarios += matrix_scenarios(data["matrix"], where)
+    if not raw_scenarios:
+        raise ExperimentError(f"{where}: no [[scenario]] and no [matrix]")
     scenarios: dict[str, Scenario] = {}
-    for i, s in enumerate(data["scenario"]):
+    for i, s in enumerate(raw_scenarios):
         w = f"{where} scenario {s.get('name', i + 1)}"
         _unknown(w, s, _SCENARIO_KEYS)
         if "name" not in s:
@@ -308,21 +402,23 @@ def parse(data: dict, source: Path | None = None) -> Experiment:
                 raise ExperimentError(f"{w} udp: want min and max (a sinusoid) or rate")
         tcp = s.get("tcp")
         if tcp is not None:
-            _unknown(f"{w} tcp", tcp, {"flows", "cc", "during"})
-            if not isinstance(tcp.get("flows"), int) or not 1 <= tcp["flows"] <= 64:
-                raise ExperimentError(f"{w} tcp: flows must be 1..64")
-            during = tcp.get("during")
-            if during is not None and not (
-                    isinstance(during, list) and len(during) == 2
-                    and all(isinstance(x, (int, float)) for x in during) and 0 < during[0] < during[1] <= 1):
-                raise ExperimentError(f"{w} tcp: during must be [arrive, leave], fractions of the measured "
-                                      f"time with 0 < arrive < leave <= 1, not {during!r}")
+            groups = tcp if isinstance(tcp, list) else [tcp]
+            for g in groups:
+                _tcp_group(g, w)
+            if len({tuple(g.get("during") or ()) for g in groups}) > 1:
+                raise ExperimentError(f"{w} tcp: the groups of a mix arrive and leave together (one during)")
+        braid_cross = s.get("braid")
+        if braid_cross is not None:
+            _unknown(f"{w} braid", braid_cross, {"mode"})
+            if braid_cross.get("mode") not in MODES:
+                raise ExperimentError(f"{w} braid: mode must be one of {', '.join(MODES)}")
         poisson = s.get("poisson")
         if poisson is not None:
             _unknown(f"{w} poisson", poisson, {"load", "mean_size", "cc"})
             rate_bps(poisson.get("load", ""))
         scenarios[s["name"]] = Scenario(s["name"], _path(s.get("path", {}), base, f"{w} path"), udp=udp,
-                                        tcp=tcp, poisson=poisson, probe=bool(s.get("probe", False)))
+                                        tcp=tcp, poisson=poisson, probe=bool(s.get("probe", False)),
+                                        braid=braid_cross)
     methods: dict[str, NamedMethod] = {}
     for i, m in enumerate(data["method"]):
         for nm in _methods(m, f"{where} method {m.get('name', i + 1)}"):
@@ -367,7 +463,7 @@ def parse(data: dict, source: Path | None = None) -> Experiment:
     return Experiment(name=data["name"], title=data.get("title", data["name"]), paper=data.get("paper", ""),
                       calibration=data.get("calibration", "").strip(), scenarios=scenarios, methods=methods,
                       variants=variants, claims=claims, references=refs, baseline=baseline,
-                      columns=data.get("columns"), source=source, frontier=frontier)
+                      columns=data.get("columns"), source=source, frontier=frontier, matrix=data.get("matrix"))
 
 
 def load(name_or_path: str | Path, root: Path | None = None) -> Experiment:

@@ -37,7 +37,7 @@ class Setting:
     """The method's mode, as the experiment file set it."""
 
     mode: str
-    streams: int
+    streams: int | None  # None: braid's own default (auto's and falcon's most)
     cc: str | None
     virtual_rtt: float | None
     strength: float | None
@@ -125,6 +125,11 @@ class MeasuredCell:
     # Windows or thresholds out of bounds that the sender's controls put back during the bench
     # (its summary's windows_repaired); None from builds whose controls did not count them.
     windows_repaired: int | None = None
+    # Long flows beside the method, for the equal share (the scenario's TCP flows and a second
+    # braid); None from cells of runs before it was kept.
+    long_flows: int | None = None
+    # A second braid beside the method (a scenario's `braid`): its mode and Mb/s over the window.
+    cross_braid: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, d: dict) -> MeasuredCell:

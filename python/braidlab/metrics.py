@@ -269,3 +269,14 @@ def binned_jain(ts: Sequence[float], per_stream: Sequence[Sequence[float]]) -> f
     vals = [jain([s[j] for s in per_stream]) for j in range(len(ts))
             if sum(s[j] for s in per_stream) > 0]
     return statistics.fmean(vals) if vals else None
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a share k / n (95 % at z = 1.96): unlike the normal
+    approximation it stays inside [0, 1] and is honest about a few cells."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

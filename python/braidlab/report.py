@@ -413,6 +413,64 @@ def _recorded(meta: dict, root: Path | None = None):
     return exp
 
 
+def _describe(spec) -> str:
+    """A matrix cell's path and competition in a few words."""
+    p = spec.path
+    words = [f"{p.rate} {p.rtt} {p.limit}p {p.queue}" + (f" loss {p.loss:g}" if p.loss else "")]
+    words += [f"{g['flows']} {g.get('cc', '')}" + (" arriving" if g.get("during") else "") for g in spec.tcp_groups]
+    if spec.udp:
+        words.append(f"udp {spec.udp.get('rate') or spec.udp['min'] + '-' + spec.udp['max']}")
+    if spec.poisson:
+        words.append(f"web {spec.poisson['load']}")
+    if spec.braid:
+        words.append(f"braid {spec.braid['mode']}")
+    return ", ".join(words)
+
+
+def matrix_figure(claims: list[dict], per: dict[str, dict[str, bool | None]], path: Path) -> Path:
+    """Where each claim holds: a row per claim, a column per cell it judges (green holds, red
+    does not, grey not measured)."""
+    plt = _plt()
+    scenarios = sorted({sc for c in claims for sc in per[c["id"]]})
+    fig, ax = plt.subplots(figsize=(max(6, 0.16 * len(scenarios) + 3), 0.45 * len(claims) + 1.6))
+    colour = {True: (0.30, 0.69, 0.31), False: (0.90, 0.30, 0.25), None: (0.85, 0.85, 0.85)}
+    for y, c in enumerate(claims):
+        for x, sc in enumerate(scenarios):
+            if sc in per[c["id"]]:
+                ax.add_patch(plt.Rectangle((x, y), 0.92, 0.85, color=colour[per[c["id"]][sc]]))
+    ax.set_xlim(0, len(scenarios))
+    ax.set_ylim(0, len(claims))
+    ax.set_yticks([y + 0.42 for y in range(len(claims))], [c["id"] for c in claims], fontsize=8)
+    ax.set_xticks([x + 0.46 for x in range(len(scenarios))], scenarios, rotation=90, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_title("where each claim holds (green), does not (red), or was not measured (grey)", fontsize=9)
+    return _save(fig, path)
+
+
+def matrix_blocks(exp, rows: list[dict], fig_dir: Path) -> list[Block]:
+    """A matrix experiment's cells in one table (the judged method against its yardsticks, medians
+    over repetitions) and the map of its claims."""
+    b = [Block("h3", f"{exp.name}: the cells")]
+    measured = [sc for sc in exp.scenarios if any(r["scenario"] == sc for r in rows)]
+    methods = [m for m in exp.methods if any(r["method"] == m for r in rows)]
+    table = [["cell", "path and competition", "E Mb/s"] + methods]
+    for sc in measured:
+        meds = claims_mod.medians(rows, "method_mbps", sc)
+        es = [r["equal_share_mbps"] for r in rows if r["scenario"] == sc and r.get("equal_share_mbps") is not None]
+        table.append([sc, _describe(exp.scenarios[sc]), fmt("method_mbps", statistics.median(es)) if es else "-"]
+                     + [fmt("method_mbps", meds[m]) if m in meds else "-" for m in methods])
+    b.append(Block("p", "Each cell's throughput in Mb/s (medians over repetitions) and E, the equal share (the "
+                        "bottleneck's payload rate over the long flows on it, braid counting as one)."))
+    b.append(Block("table", table))
+    share = [c for c in exp.claims if c["check"] == "share_of_cells"]
+    if share:
+        per = {c["id"]: claims_mod.cell_results(c, rows) for c in share}
+        if any(per.values()):
+            b.append(Block("img", matrix_figure(share, per, fig_dir / f"{exp.name}-matrix.png"),
+                           "where each claim holds"))
+    return b
+
+
 def _experiment(runs: list[_Run], fig_dir: Path) -> tuple[list[Block], list, str, int]:
     """(blocks, the claims' verdicts, the experiment's name, the cells pooled)."""
     metas, cells = _merged(runs)
@@ -433,7 +491,9 @@ def _experiment(runs: list[_Run], fig_dir: Path) -> tuple[list[Block], list, str
         b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
     refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}
     fig_dir.mkdir(parents=True, exist_ok=True)
-    for sc in exp.scenarios:
+    if exp.matrix:
+        b += matrix_blocks(exp, rows, fig_dir)
+    for sc in ([] if exp.matrix else exp.scenarios):
         srows = [r for r in rows if r["scenario"] == sc]
         if not srows:
             continue
@@ -442,8 +502,8 @@ def _experiment(runs: list[_Run], fig_dir: Path) -> tuple[list[Block], list, str
                 f"{spec.path.limit} packets, loss {spec.path.loss:g}, MTU {spec.path.mtu}"]
         if spec.udp:
             what.append(f"stiff UDP {spec.udp.get('rate') or spec.udp['min'] + '-' + spec.udp['max']}")
-        if spec.tcp:
-            what.append(f"{spec.tcp['flows']} {spec.tcp.get('cc', '')} TCP flows")
+        for g in spec.tcp_groups:
+            what.append(f"{g['flows']} {g.get('cc', '')} TCP flows")
         if spec.poisson:
             what.append(f"Poisson TCP flows at {spec.poisson['load']}")
         b.append(Block("h3", f"{exp.name} / {sc}"))

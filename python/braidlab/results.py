@@ -122,7 +122,24 @@ def cell_metrics(cell: MeasuredCell) -> dict:
     m["jain_1s"] = metrics.binned_jain(ts, per)
     m.update(_phases(cell, ts, [sum(x) for x in zip(*per)] if per else []))
     m.update(_beside_each(cell, m["mbps_beside"]))
+    m.update(_shares(cell, mss, m["method_mbps"]))
     return m
+
+
+def _shares(cell: MeasuredCell, mss: int, mbps: float) -> dict:
+    """What the generality experiment judges a cell against: the path, the equal share (the
+    bottleneck's payload rate over the long flows on it, the method counting as one), how long a
+    change may take to settle (the longer of 10 s and 20 round trips), and a second braid
+    beside it (its rate, and Jain's index of the two)."""
+    cb = cell.cross_braid
+    return {
+        "rate_mbps": cell.rate_bps / 1e6, "rtt_ms": cell.rtt_s * 1e3, "long_flows": cell.long_flows,
+        "equal_share_mbps": (cell.rate_bps * mss / cell.mtu / 1e6 / (cell.long_flows + 1)
+                             if cell.long_flows is not None else None),
+        "settle_bound_s": max(10.0, 20 * cell.rtt_s),
+        "cross_braid_mbps": cb["mbps"] if cb else None,
+        "pair_jain": metrics.jain([mbps, cb["mbps"]]) if cb else None,
+    }
 
 
 def _beside_each(cell: MeasuredCell, beside: float | None) -> dict:

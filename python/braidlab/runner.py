@@ -114,6 +114,17 @@ def _iperf_flows(client: str, server: str | None, lo: float, hi: float) -> list[
     return out
 
 
+def _window_mbps(intervals: list[records.Interval], lo: float, hi: float) -> float:
+    """A braid bench's Mb/s over [lo, hi] of its own clock, from its interval records' byte counts
+    (the first record at or after each end)."""
+    def bytes_at(t: float) -> int:
+        for iv in intervals:
+            if iv.t >= t:
+                return iv.bytes
+        return intervals[-1].bytes if intervals else 0
+    return (bytes_at(hi) - bytes_at(lo)) * 8 / (hi - lo) / 1e6 if hi > lo else 0.0
+
+
 def _udp_window(text: str, lo: float, hi: float) -> dict:
     bins, _ = traffic.SinkReport.parse(text).only()
     inside = [b for b in bins if lo <= b.t < hi]
@@ -218,9 +229,10 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
     pairs = 2 if (sc.cross_kinds or sc.probe) else 1
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # Competitors that arrive and leave mid-cell: seconds after t0 (the method starts at warmup).
-    during = sc.tcp.get("during") if sc.tcp else None
+    during = sc.during
     if during:
         arrive, leave = (warmup + omit + f * seconds for f in during)
+    groups = sc.tcp_groups
     with Dumbbell(p.forward_spec(), p.reverse_spec(), pairs=pairs, access=p.access, mtu=p.mtu, tag=f"x{index}",
                   run_dir=raw, seeds={"link": seed, "cross": cross_seed}) as bed, contextlib.ExitStack() as later:
         _host_sysctls(bed, sc)
@@ -238,11 +250,21 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                 else:
                     cross["udp"] = traffic.udp_source(cs, cr.addr, cross_time, sine=(udp["min"], udp["max"]),
                                                       period=udp.get("period", "10s"), seed=cross_seed)
-            if sc.tcp:
-                cross["tcp-server"] = traffic.iperf3_server(cr, TCP_PORT)
+            # One iperf3 client (and server, on a port of its own) per group of a mix.
+            for g, grp in enumerate(groups):
+                cross[f"tcp-server{g}"] = traffic.iperf3_server(cr, TCP_PORT + g)
                 if not during:
-                    cross["tcp"] = traffic.iperf3_client(cs, cr.addr, cross_time, port=TCP_PORT,
-                                                         cc=sc.tcp.get("cc"), parallel=sc.tcp["flows"])
+                    cross[f"tcp{g}"] = traffic.iperf3_client(cs, cr.addr, cross_time, port=TCP_PORT + g,
+                                                             cc=grp.get("cc"), parallel=grp["flows"])
+            if sc.braid:
+                # A second braid from the cross host to a server of its own (a second port).
+                (raw / "cross-root").mkdir()
+                cross["braid-server"] = engine.serve(cr.ns, raw / "cross-root", token, port=engine.PORT + 1,
+                                                     once=True, log=raw / "cross-serve.jsonl")
+                time.sleep(0.3)
+                cross["braid"] = traffic.start(cs, engine.bench_argv(
+                    f"{cr.addr}:{engine.PORT + 1}", cross_time, token, engine.Method(mode=sc.braid["mode"],
+                                                                                    streams=None)), "cross-braid")
             if sc.poisson:
                 braid.start_sink(cr.ns, FLOWS_PORT)
                 pz = sc.poisson
@@ -251,9 +273,10 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
                                                          cc=pz.get("cc", "reno"), seed=cross_seed)
         t0 = time.monotonic()
         if during:
-            cross["tcp"] = later.enter_context(_Later(arrive, lambda: traffic.iperf3_client(
-                cs, cr.addr, round(leave - arrive), port=TCP_PORT, cc=sc.tcp.get("cc"), parallel=sc.tcp["flows"]),
-                limit=cross_time + 30))
+            for g, grp in enumerate(groups):
+                cross[f"tcp{g}"] = later.enter_context(_Later(arrive, functools.partial(
+                    traffic.iperf3_client, cs, cr.addr, round(leave - arrive), port=TCP_PORT + g, cc=grp.get("cc"),
+                    parallel=grp["flows"]), limit=cross_time + 30))
         time.sleep(warmup)
         bench = traffic.start(snd, engine.bench_argv(rcv.addr, omit + seconds, token, nm.method), "bench")
         time.sleep(omit)
@@ -267,7 +290,13 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         after = _counters(bed.stats())
         tcp_after = traffic.tcp_counters(snd)
         link_seconds = time.monotonic() - t_before
-        outs = {k: (r.wait(cross_time + 30) if k != "sink" else None) for k, r in cross.items()}
+        outs = {k: (r.wait(cross_time + 30) if k not in ("sink", "braid-server") else None)
+                for k, r in cross.items()}
+        if "braid-server" in cross:
+            try:
+                cross["braid-server"].wait(10)
+            except subprocess.TimeoutExpired:
+                raise RunError(f"{cell.id}: the second braid serve --once still ran 10 s after its bench") from None
         if "sink" in cross:
             time.sleep(0.3)
             outs["sink"] = cross["sink"].stop()
@@ -297,11 +326,22 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         out["at_omit"] = at_omit(report.intervals, omit)
     if s.windows_repaired is not None:
         out["windows_repaired"] = s.windows_repaired
-    if "tcp" in outs:
+    if groups:
         # iperf3's clock starts when its test does, a moment after the process: close enough at 1 s bins.
         # A delayed start moves iperf3's clock: its zero is the arrival.
         shift = arrive if during else 0.0
-        out["cross_tcp"] = _iperf_flows(outs["tcp"], outs.get("tcp-server"), window[0] - shift, window[1] - shift)
+        flows = []
+        for g in range(len(groups)):
+            for f in _iperf_flows(outs[f"tcp{g}"], outs.get(f"tcp-server{g}"), window[0] - shift,
+                                  window[1] - shift):
+                flows.append({**f, "flow": f"tcp{len(flows)}"})
+        out["cross_tcp"] = flows
+    out["long_flows"] = sc.long_flows
+    if "braid" in outs:
+        other = engine.Report.parse(outs["braid"])
+        if other.summary is None:
+            raise RunError(f"{cell.id}: the second braid printed no summary")
+        out["cross_braid"] = {"mbps": _window_mbps(other.intervals, *window), "mode": sc.braid["mode"]}
     if during:
         # In the bench's clock, which starts with the method (warmup after t0).
         out["changes"] = [round(arrive - warmup, 3), round(leave - warmup, 3)]

@@ -233,6 +233,26 @@ def test_auto_gives_way_when_reno_flows_arrive_and_takes_the_path_back_when_they
     assert r["settle_arrive_s"] is not None and r["settle_leave_s"] is not None
 
 
+def test_generality_quick(controls, record, tmp_path):
+    # The generality matrix's pipeline on two small paths of its own: braid with no options, one
+    # CUBIC stream and parallel-16 of CUBIC, idle (lossy) and beside two CUBIC flows.
+    out = tmp_path / "gen"
+    _run(["run", "generality", "--quick", "--out", str(out)], timeout=400)
+    rows = _table(out)
+    _sane(rows)
+    assert {(r["scenario"], r["method"]) for r in rows} == {
+        (s, m) for s in ("quick-idle", "quick-cubic-2") for m in ("single", "parallel-16", "auto")}
+    busy = _one(rows, "quick-cubic-2", "auto")
+    # Two long flows beside it, braid counting as one: a third of 50 Mb/s of payload.
+    assert busy["long_flows"] == 2
+    assert busy["equal_share_mbps"] == pytest.approx(50 * 1448 / 1500 / 3, rel=0.01)
+    assert _one(rows, "quick-idle", "auto")["long_flows"] == 0
+    record(mbps={f"{r['scenario']} {r['method']}": round(r["method_mbps"], 1) for r in rows},
+           equal_share_mbps=round(busy["equal_share_mbps"], 2))
+    text = report.make([out], out / "report")[0].read_text()
+    assert "generality: the cells" in text and "| quick-cubic-2 |" in text
+
+
 def test_a_bad_experiment_is_refused_before_anything_is_built(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "bad"\n[[scenario]]\nname = "a"\n[[method]]\nname = "x"\nmode = "turbo"\n'

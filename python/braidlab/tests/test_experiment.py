@@ -136,3 +136,93 @@ def test_unknown_experiment_names_the_known_ones(tmp_path):
     (tmp_path / "bad.toml").write_text("name = ")
     with pytest.raises(ExperimentError, match="bad.toml"):
         experiment.load(tmp_path / "bad.toml")
+
+
+MATRIX = """
+name = "m"
+[matrix]
+seed = 7
+rtt = ["10ms", "200ms"]
+rate = ["20mbit", "1gbit"]
+buffer = [0.25, 4.0]
+loss = [0.0, 0.0001]
+queue = ["droptail", "red"]
+[[matrix.competition]]
+name = "idle"
+cells = 5
+[[matrix.competition]]
+name = "mix"
+tcp = [{ flows = 2, cc = "reno" }, { flows = 1, cc = "bbr" }]
+braid = { mode = "auto" }
+cells = 2
+[[matrix.competition]]
+name = "udp"
+udp = { min_share = 0.1, max_share = 0.4, period = "7s" }
+poisson = { load_share = 0.2, mean_size = "200k" }
+cells = 2
+[[method]]
+name = "auto"
+mode = "auto"
+default = true
+[[method]]
+name = "par"
+mode = "parallel"
+[quick]
+seconds = 5
+[full]
+seconds = 5
+"""
+
+
+def test_a_matrix_draws_the_same_paths_from_its_seed_and_names_its_cells():
+    e = experiment.parse(tomllib.loads(MATRIX))
+    again = experiment.parse(tomllib.loads(MATRIX))
+    assert list(e.scenarios) == ["idle-00", "idle-01", "idle-02", "idle-03", "idle-04", "mix-00", "mix-01",
+                                 "udp-00", "udp-01"]
+    assert [s.path for s in e.scenarios.values()] == [s.path for s in again.scenarios.values()]
+    other = experiment.parse(tomllib.loads(MATRIX.replace("seed = 7", "seed = 8")))
+    assert [s.path for s in e.scenarios.values()] != [s.path for s in other.scenarios.values()]
+    for s in e.scenarios.values():
+        bdp = s.path.rate_bps * experiment.seconds_of(s.path.rtt) / 8 / 1500
+        assert s.path.limit in (max(8, round(0.25 * bdp)), min(100_000, round(4 * bdp))), s
+        if s.path.queue == "red":
+            r = s.path.red
+            assert 0 < r["min"] < r["max"] <= s.path.limit and r["max"] <= 3 * r["min"]
+    mix = e.scenarios["mix-00"]
+    assert mix.long_flows == 4, "two Reno, one BBR and a second braid"
+    assert [g["cc"] for g in mix.tcp_groups] == ["reno", "bbr"] and mix.cross_kinds == ["tcp", "braid"]
+    udp = e.scenarios["udp-00"]
+    rate = udp.path.rate_bps
+    assert experiment.rate_bps(udp.udp["min"]) == pytest.approx(0.1 * rate)
+    assert experiment.rate_bps(udp.poisson["load"]) == pytest.approx(0.2 * rate)
+    assert udp.long_flows == 0, "short flows and a stiff source are no long flows"
+
+
+def test_a_method_run_with_braids_defaults_passes_no_mode_and_no_streams():
+    e = experiment.parse(tomllib.loads(MATRIX))
+    auto, par = e.methods["auto"].method, e.methods["par"].method
+    assert auto.argv() == [] and auto.default
+    assert par.argv() == ["--mode", "parallel"], "no streams given: braid's own default"
+    assert auto.matches(["cubic"] * 7) and not auto.matches([])
+    bad = MATRIX.replace('name = "auto"\nmode = "auto"\ndefault = true',
+                         'name = "auto"\nmode = "auto"\ndefault = true\nstreams = 4')
+    with pytest.raises(ExperimentError, match="defaults takes no settings"):
+        experiment.parse(tomllib.loads(bad))
+
+
+def test_a_mix_arrives_together_or_is_refused():
+    bad = MATRIX.replace('tcp = [{ flows = 2, cc = "reno" }, { flows = 1, cc = "bbr" }]',
+                         'tcp = [{ flows = 2, cc = "reno", during = [0.3, 0.6] }, { flows = 1, cc = "bbr" }]')
+    with pytest.raises(ExperimentError, match="arrive and leave together"):
+        experiment.parse(tomllib.loads(bad))
+
+
+def test_generality_is_a_matrix_of_at_least_60_cells_with_its_claims():
+    e = experiment.load("generality", root=ROOT / "experiments")
+    full = e.variant("full")
+    assert len(full.scenarios) >= 60 and full.repeat >= 3
+    comps = {n.rsplit("-", 1)[0] for n in full.scenarios}
+    assert {"idle", "reno-1", "cubic-16", "bbr-4", "mix", "cubic-arrive", "web", "auto-pair", "udp"} <= comps
+    ids = {c["id"] for c in e.claims}
+    assert {"idle-fast", "shared-band", "bbr-floor", "settles-on-arrival", "two-autos-fair"} <= ids
+    assert all(c["check"] == "share_of_cells" for c in e.claims)

@@ -281,3 +281,38 @@ def test_labels_of_points_close_together_go_to_different_rows():
     assert report.label_places([(0, 0), (0, 0), (0, 0), (10, 10)], ["a", "b", "c", "d"]) == \
         [(4, 4), (4, -11), (4, 15), (4, 4)]
     assert report.label_places([], []) == []
+
+
+def test_a_matrix_report_is_one_table_and_a_map_of_where_its_claims_hold(tmp_path):
+    from braidlab.tests.test_experiment import MATRIX
+
+    exp = MATRIX + """
+[[claim]]
+id = "fast"
+text = "auto at least 0.9 x par"
+check = "share_of_cells"
+scenarios = ["idle-*"]
+a = "auto"
+metric = "method_mbps"
+low = { times = 0.9, of = ["par"] }
+share = 0.5
+"""
+    run = tmp_path / "run"
+    (run / "cells").mkdir(parents=True)
+    plan = []
+    for sc, auto_bytes in (("idle-00", 9_500_000), ("idle-01", 5_000_000)):
+        for name, b in (("auto", auto_bytes), ("par", 10_000_000)):
+            c = cell(name, scenario=sc, streams=[(0, "cubic", b, 10, 10_000)])
+            c["long_flows"] = 0
+            (run / "cells" / f"{c['id']}.json").write_text(json.dumps(c))
+            plan.append([sc, name, 0])
+    (run / "run.json").write_text(json.dumps({
+        "version": 1, "experiment": "m", "variant": "full", "repeat": 1, "seed": 1, "plan": plan,
+        "variant_settings": {"seconds": 10, "warmup": 2}, "experiment_file": exp,
+        "created": "2026-11-27T00:00:00+00:00", "host": "vm", "kernel": "6.18", "git": {"revision": "abc"}}))
+    md, _ = report.make([run], tmp_path / "out")
+    text = md.read_text()
+    assert "m: the cells" in text and "| idle-00 |" in text and "| idle-01 |" in text
+    assert "**holds**: auto at least 0.9 x par" in text and "1 of 2 cells (50 %" in text
+    figures = sorted(p.name for p in (tmp_path / "out" / "figures").iterdir())
+    assert figures == ["m-matrix.png"], "one map, no section per cell"

@@ -214,3 +214,29 @@ def test_phases_of_competitors_that_arrive_and_leave():
     del c["changes"]
     m = results.cell_metrics(typed(c))
     assert m["settle_arrive_s"] is None and m["ratio_beside"] is None
+
+
+def test_a_share_of_cells_claim_is_judged_cell_by_cell_with_its_interval():
+    from braidlab import claims, metrics
+
+    def row(sc, method, mbps, e=10.0):
+        return {"scenario": sc, "method": method, "method_mbps": mbps, "equal_share_mbps": e}
+
+    rows = [row("c-00", "auto", 9.0), row("c-00", "single", 20.0), row("c-00", "par-4", 30.0),
+            row("c-01", "auto", 13.0), row("c-01", "single", 8.0),  # above 1.25 E
+            row("c-02", "auto", 6.0), row("c-02", "single", 8.0),   # 0.7 x min(E, single) = 5.6: holds
+            row("c-03", "auto", 5.0),                               # no single: not measured
+            row("d-00", "auto", 1.0), row("d-00", "single", 1.0)]   # another pattern
+    claim = {"id": "x", "text": "t", "check": "share_of_cells", "scenarios": ["c-*"], "a": "auto",
+             "metric": "method_mbps", "low": {"times": 0.7, "of": ["equal_share_mbps", "single"], "combine": "min"},
+             "high": {"times": 1.25, "of": ["equal_share_mbps"]}, "share": 0.6}
+    assert claims.cell_results(claim, rows) == {"c-00": True, "c-01": False, "c-02": True, "c-03": None}
+    v = claims.check(claim, rows)
+    assert v.holds and "2 of 3 cells" in v.detail and "not in: c-01" in v.detail, v.detail
+    assert not claims.check({**claim, "share": 0.7}, rows).holds
+    # The best of a pattern's methods, and a number.
+    fast = {**claim, "low": {"times": 0.3, "of": ["par-*"]}, "high": {"of": [100]}}
+    assert claims.cell_results(fast, rows)["c-00"] is True
+    lo, hi = metrics.wilson(2, 3)
+    assert 0.2 < lo < 0.667 < hi < 0.95
+    assert metrics.wilson(0, 0) == (0.0, 1.0) and metrics.wilson(10, 10)[1] == 1.0
