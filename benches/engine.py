@@ -13,11 +13,13 @@ as between two real hosts), in one run:
    (each printed, then the medians), as one run on a shared 2-core machine
    swings by a quarter.
 
-3. with --auto-cost: what steering costs. `--mode auto -n 9` against the
-   same 9 braid_tcpp streams at a fixed strength (`--mode tcpp -n 9`),
-   memory to memory, alternating, --file-runs times each; CPU seconds per
-   GB (both ends), each run printed, then the medians and the difference.
-   Needs the controls installed (`braid cc install`).
+3. with --auto-cost: what steering costs. `--mode auto -n N` against
+   `--mode parallel -n N` of the same control (cubic), for N = 2 (auto
+   cannot add streams: the difference is the steer's own work, its
+   TCP_INFO reads and rate caps) and N = 9 (auto chooses how many of the
+   9 carry), memory to memory, alternating, --file-runs times each; CPU
+   seconds per GB (both ends), each run printed, then the medians and the
+   difference.
 
 4. with --against OLD_BRAID: this build against another, memory to memory,
    4 and 9 streams of cubic, --file-runs rounds, the order alternating
@@ -86,16 +88,18 @@ def _braid(pair, n: int, log: Path, method: Method | None = None, plain: bool = 
 
 
 def _auto_cost(pair, log: Path, runs: int) -> None:
-    print(f"steering's cost: 9 braid_tcpp streams, {SECONDS} s memory to memory, veth pair")
-    fixed, auto = Method("tcpp", 9, strength=1), Method("auto", 9)
-    cost: dict[str, list[float]] = {"tcpp-9": [], "auto-9": []}
-    for _ in range(runs):
-        for name, m in (("tcpp-9", fixed), ("auto-9", auto)):
-            r = _braid(pair, 9, log, m)
-            cost[name].append(r["cpu_s_per_gb"])
-            print(f"  {name:7} {r['gbps']:6.2f} Gb/s  {r['cpu_s_per_gb']:.3f} CPU s/GB", flush=True)
-    a, f = statistics.median(cost["auto-9"]), statistics.median(cost["tcpp-9"])
-    print(f"  median  tcpp-9 {f:.3f}, auto-9 {a:.3f} CPU s/GB: auto {100 * (a - f) / f:+.1f} %")
+    print(f"steering's cost: cubic streams, {SECONDS} s memory to memory, veth pair")
+    for n in (2, 9):
+        fixed, auto = Method("parallel", n, cc="cubic"), Method("auto", n, cc="cubic")
+        cost: dict[str, list[float]] = {"fixed": [], "auto": []}
+        for _ in range(runs):
+            for name, m in (("fixed", fixed), ("auto", auto)):
+                r = _braid(pair, n, log, m)
+                cost[name].append(r["cpu_s_per_gb"])
+                label = f"{'parallel' if name == 'fixed' else 'auto'}-{n}"
+                print(f"  {label:11} {r['gbps']:6.2f} Gb/s  {r['cpu_s_per_gb']:.3f} CPU s/GB", flush=True)
+        a, f = statistics.median(cost["auto"]), statistics.median(cost["fixed"])
+        print(f"  median  parallel-{n} {f:.3f}, auto -n {n} {a:.3f} CPU s/GB: auto {100 * (a - f) / f:+.1f} %")
 
 
 def _against(pair, scratch: Path, shm: Path, other: str, rounds: int) -> None:

@@ -22,7 +22,7 @@ class Method:
     streams: int | None = 1  # None: braid's own default (no -n)
     cc: str | None = None
     virtual_rtt: float | None = None  # combined: m
-    strength: float | None = None  # tcpp: k; auto: the fair share it keeps to on a busy path
+    strength: float | None = None  # tcpp: k; auto: the ordinary flows it counts as on a busy path
     # braid as a user runs it with no options (its default mode and streams); `mode` is then
     # what that default is, for the reports.
     default: bool = False
@@ -47,10 +47,10 @@ class Method:
         A mode whose streams are its own choice (braid's default number) gives one entry: its
         streams' control, whatever their number."""
         if self.streams is None or self.default:
-            return [None if self.mode == "auto" else self.cc]
+            return [self.cc]
         if self.mode == "combined":
             return ["reno"] + ["braid_frac"] * (self.streams - 1)
-        if self.mode in ("tcpp", "auto"):
+        if self.mode == "tcpp":
             return ["braid_tcpp"] * self.streams
         n = 1 if self.mode == "single" else self.streams
         return [self.cc] * n
@@ -60,8 +60,8 @@ class Method:
         want = self.controls()
         if self.streams is None or self.default:
             return len(got) >= 1 and all(want[0] is None or want[0] == g for g in got)
-        # Falcon's search ends with anything from one stream to its most.
-        count = 1 <= len(got) <= len(want) if self.mode == "falcon" else len(got) == len(want)
+        # Falcon's search and auto's steer end with anything from one stream to their most.
+        count = 1 <= len(got) <= len(want) if self.mode in ("falcon", "auto") else len(got) == len(want)
         return count and all(w is None or w == g for w, g in zip(want, got))
 
 

@@ -41,6 +41,8 @@ class Setting:
     cc: str | None
     virtual_rtt: float | None
     strength: float | None
+    default: bool = False  # braid with no options (`mode` is what that default is)
+    no_controls: bool = False  # as on a host where braid's controls cannot be opened
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ class Steered:
     utility: float | None
     shared: bool | None
     share_mbps: float | None
+    phase: str | None
 
 
 @dataclass(frozen=True)

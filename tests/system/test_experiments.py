@@ -183,25 +183,20 @@ def test_adaptive_quick(controls, record, tmp_path):
                                    for r in rows if r["scenario"] == "udp-1-10"})
     _verdicts(record, out)
 
-    def holds(rows):
-        auto, par, single = (_one(rows, "udp-1-10", m) for m in ("auto-9", "parallel-9", "single"))
-        busy_auto, busy_par = (_one(rows, "tcp-5", m) for m in ("auto-9", "parallel-9"))
-        # Fast on the idle lossy path (near parallel-9, not below one stream) and fair on the busy one
-        # (near one flow's share, far below parallel-9's); margins for one 12 s sample.
-        return (auto["effectiveness"] > 0.85 * par["effectiveness"]
-                and auto["effectiveness"] > single["effectiveness"] - 0.03
-                and busy_auto["appropriation"] < 0.1
-                and busy_auto["appropriation"] < busy_par["appropriation"] - 0.15)
-
-    if not holds(rows):
-        rows = _again("adaptive", "*", "*", tmp_path / "again")
-        record(second_sample={f"{r['scenario']} {r['method']}": round(r["method_mbps"], 1) for r in rows})
-        assert holds(rows)
-    # The sender steered: its strength moved, and every stream ran braid_tcpp.
+    # The quick window (12 s after 7) is shorter than auto's decisions take on this path (a doubling
+    # of streams is judged after 3 s, an ask lasts 3 s and it asks twice before it steps aside), so
+    # the quick run judges the pipeline and the steer; speed and share are the experiment's claims
+    # on its full variant and the generality matrix's. What the steer must show already: beside five
+    # Reno flows it met a queue it did not hold down and asked whose it was.
     from braidlab.engine import Report
+    busy = Report.parse((out / "raw" / "tcp-5.auto-9.r0" / "snd0-bench.out").read_text())
+    assert "ask" in {s.phase for s in busy.steering}
+    # On the idle lossy path it grew past its first streams, and every stream ran the host's
+    # default control.
     rep = Report.parse((out / "raw" / "udp-1-10.auto-9.r0" / "snd0-bench.out").read_text())
-    assert rep.steering and max(s.strength for s in rep.steering) > 1.5
-    assert rep.controls == ["braid_tcpp"] * 9
+    assert rep.steering and max(s.streams for s in rep.steering) > 2
+    assert "grow" in {s.phase for s in rep.steering}
+    assert 1 <= len(rep.controls) <= 9 and set(rep.controls) == {"cubic"}
 
 
 def test_auto_gives_way_when_reno_flows_arrive_and_takes_the_path_back_when_they_leave(controls, record, tmp_path):
@@ -218,16 +213,9 @@ def test_auto_gives_way_when_reno_flows_arrive_and_takes_the_path_back_when_they
     (r,) = _table(out)
     record(**{k: round(r[k], 2) for k in ("mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s",
                                            "settle_leave_s", "cross_mbps")})
-    # Alone on the path it fills it; the five Reno flows take their part when they arrive, and
-    # when they leave it takes the path back. Its first question (whose the queue is) comes 20 s
-    # in, as they arrive, and finds them; a second, 2.5 s after it, confirms it (a swing of stiff
-    # UDP can fill one question's room): from then on it is held to one flow's share. How
-    # close to that share it keeps is not asked of one 16 s phase (README, "--mode auto"; the
-    # 240 s tcp-arrive cells in results/ and braid-sim's arrival test measure that). Once they
-    # leave, no queue stands for 45 base RTTs (3 s; twice that when theirs has not stood again
-    # since the answer that found them, as may be here), the caps come off and the path is the
-    # group's own, with no question: the last phase holds 3 to 6 s at the share. With 12 s phases
-    # (36 s) and a question after the caps came off, after / beside was 1.09-1.35.
+    # Alone on the path it fills it; the five Reno flows take their part when they arrive (a queue
+    # that does not fall under auto's cap: it asks, twice, and is one ordinary flow), and when they
+    # leave no queue stands for 25 base RTTs and it grows back to the streams the path needed.
     assert r["mbps_alone"] > 70
     assert r["mbps_beside"] < 0.85 * r["mbps_alone"] and r["mbps_after"] > 1.1 * r["mbps_beside"]
     assert r["settle_arrive_s"] is not None and r["settle_leave_s"] is not None

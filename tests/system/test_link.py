@@ -41,13 +41,15 @@ def test_idle_rtt_matches_the_configured_delay_without_reordering(record):
     want = 34.0 + _frame_time_ms(1468, 100e6)
     med, p99 = _quantile(rtts, 0.5), _quantile(rtts, 0.99)
     # How late braid-link released frames tells its share of the tail from the hosts' scheduling.
-    link_late_p99 = {d: stats[d]["late_ns"]["p99"] / 1e6 for d in ("ab", "ba")}
+    late_ms = {d: {q: stats[d]["late_ns"][q] / 1e6 for q in ("p50", "p99")} for d in ("ab", "ba")}
     record(configured_ms=round(want, 3), median_ms=med, p99_ms=p99, max_ms=max(rtts),
-           late_sends=summary.late_sends, link_late_p99_ms=link_late_p99)
+           late_sends=summary.late_sends, link_late_ms=late_ms)
     assert abs(med - want) <= max(0.2, 0.02 * want), f"median RTT {med} ms, configured {want:.3f} ms"
-    # The tail's size is a speed figure (make bench-link); this bound catches a delay line that
-    # waits on a coarse timer (a 4 ms tick at HZ=250), not a busy machine's scheduling.
-    assert p99 <= want + 3.0, f"p99 RTT {p99} ms, configured {want:.3f} ms"
+    # A delay line that waits on a coarse timer (a 4 ms tick at HZ=250) releases the typical frame
+    # half a tick late; a busy machine's scheduling delays only a few. The tail's size is a speed
+    # figure (make bench-link), not asked of a shared 2-core machine here.
+    for d, late in late_ms.items():
+        assert late["p50"] <= 0.5, f"braid-link released half the frames {d} {late['p50']} ms late or more"
     assert seqs == sorted(seqs) and summary.reordered == 0, "probes came back out of order"
 
 

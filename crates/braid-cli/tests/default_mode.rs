@@ -1,8 +1,8 @@
 //! The default mode, auto, where the sending end has no braid controls loaded
-//! (an empty --pin-dir stands for such a machine): it runs `parallel` of as
-//! many streams instead and says why, at a sending client and at a sending
-//! server alike; auto asked for by name stops with the reason instead, and a
-//! --cc the default would ignore is refused. Loopback only.
+//! (an empty --pin-dir stands for such a machine): it runs as it does with
+//! them, streams of the host's default control (or --cc) that its steer
+//! counts and paces, at a sending client and at a sending server alike; a mode
+//! that does need the controls stops with the reason. Loopback only.
 
 mod common;
 
@@ -29,39 +29,51 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// The `summary` line of a `--json` run and whether an event told of the fallback.
-fn json_summary(o: &Output) -> (String, bool) {
+/// The host's default congestion control, which auto's streams run where CUBIC cannot be set.
+fn host_default() -> String {
+    fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .expect("the host's default control")
+        .trim()
+        .to_owned()
+}
+
+/// The `summary` line of a `--json` run, and each stream's control in it.
+fn json_summary(o: &Output) -> (String, Vec<String>) {
     let out = text(&o.stdout);
-    let summary = out
+    let line = out
         .lines()
         .find(|l| l.contains("\"type\":\"summary\""))
         .unwrap_or_else(|| panic!("no summary in {out}"))
         .to_owned();
-    let told = out
-        .lines()
-        .any(|l| l.contains("\"type\":\"event\"") && l.contains("\"event\":\"mode_fallback\""));
-    (summary, told)
+    let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON summary");
+    let ccs = v["streams"]
+        .as_array()
+        .expect("the summary's streams")
+        .iter()
+        .map(|s| s["cc"].as_str().expect("a stream's control").to_owned())
+        .collect();
+    (line, ccs)
 }
 
 #[test]
-fn left_at_the_default_a_sending_client_without_controls_runs_parallel_and_says_why() {
+fn left_at_the_default_a_sending_client_without_controls_runs_auto_on_the_hosts_control() {
     let (d, root, none, _) = dirs();
     let srv = serve(&root, &[], None);
     let pin = none.to_str().unwrap();
-    let o = client(&["bench", &srv.addr, "-t", "0.5", "--pin-dir", pin], None);
+    let o = client(
+        &["bench", &srv.addr, "-t", "1", "--json", "--pin-dir", pin],
+        None,
+    );
     ok(&o);
-    let err = text(&o.stderr);
-    assert!(
-        err.contains("the default mode, auto, cannot run here")
-            && err.contains("braid cc install")
-            && err.contains("sending as parallel-4"),
-        "{err}"
-    );
-    assert!(
-        text(&o.stdout).starts_with("bench parallel-4 (sender)"),
-        "{}",
-        text(&o.stdout)
-    );
+    let (summary, ccs) = json_summary(&o);
+    // Up to 32 streams unless told; it starts with a few and opens more as the path rewards them.
+    assert!(summary.contains("\"mode\":\"auto-32\""), "{summary}");
+    assert!(!ccs.is_empty() && ccs.len() <= 32, "{ccs:?}");
+    // CUBIC wherever this process may set it, else the host's default.
+    let want = braid::session::auto_control().unwrap_or_else(host_default);
+    assert!(ccs.iter().all(|c| *c == want), "{ccs:?}");
+    assert!(!text(&o.stderr).contains("cannot run here"));
+    // --cc names the streams' control, and -n the most.
     let o = client(
         &[
             "bench",
@@ -70,6 +82,8 @@ fn left_at_the_default_a_sending_client_without_controls_runs_parallel_and_says_
             "0.5",
             "-n",
             "3",
+            "--cc",
+            "reno",
             "--json",
             "--pin-dir",
             pin,
@@ -77,9 +91,9 @@ fn left_at_the_default_a_sending_client_without_controls_runs_parallel_and_says_
         None,
     );
     ok(&o);
-    let (summary, told) = json_summary(&o);
-    assert!(told, "no mode_fallback event: {}", text(&o.stdout));
-    assert!(summary.contains("\"mode\":\"parallel-3\""), "{summary}");
+    let (summary, ccs) = json_summary(&o);
+    assert!(summary.contains("\"mode\":\"auto-3\""), "{summary}");
+    assert!(ccs.iter().all(|c| c == "reno") && ccs.len() <= 3, "{ccs:?}");
     // A file moves as well, and arrives whole.
     let f = d.path().join("f");
     fs::write(&f, vec![5u8; 3 << 20]).unwrap();
@@ -92,32 +106,25 @@ fn left_at_the_default_a_sending_client_without_controls_runs_parallel_and_says_
 }
 
 #[test]
-fn left_at_the_default_a_sending_server_without_controls_runs_parallel_and_tells_the_client() {
+fn left_at_the_default_a_sending_server_without_controls_runs_auto_on_the_hosts_control() {
     let (_d, root, none, back) = dirs();
     fs::write(root.join("g"), vec![9u8; 2 << 20]).unwrap();
     let srv = serve(&root, &["--pin-dir", none.to_str().unwrap()], None);
-    let o = client(&["bench", &srv.addr, "-t", "0.5", "-R", "-n", "2"], None);
+    let o = client(
+        &["bench", &srv.addr, "-t", "0.5", "-R", "-n", "2", "--json"],
+        None,
+    );
     ok(&o);
-    let err = text(&o.stderr);
-    assert!(
-        err.contains("the server: the default mode, auto, cannot run here"),
-        "{err}"
-    );
-    assert!(
-        text(&o.stdout).starts_with("bench parallel-2 (receiver)"),
-        "{}",
-        text(&o.stdout)
-    );
+    let (summary, ccs) = json_summary(&o);
+    assert!(summary.contains("\"mode\":\"auto-2\""), "{summary}");
+    assert!(ccs.iter().all(|c| *c == host_default()), "{ccs:?}");
     let get = format!("{}:g", srv.addr);
     let o = client(&["get", &get, back.to_str().unwrap(), "--json"], None);
     ok(&o);
-    let (summary, told) = json_summary(&o);
-    assert!(told, "no mode_fallback event: {}", text(&o.stdout));
-    assert!(summary.contains("\"mode\":\"parallel-4\""), "{summary}");
     assert_eq!(fs::read(back.join("g")).unwrap(), vec![9u8; 2 << 20]);
-    // Asked for by name, auto stops with the reason rather than run as another mode.
+    // A mode that needs braid's controls, asked of that server, stops with the reason.
     let o = client(
-        &["bench", &srv.addr, "-t", "0.5", "-R", "--mode", "auto"],
+        &["bench", &srv.addr, "-t", "0.5", "-R", "--mode", "tcpp"],
         None,
     );
     assert!(!o.status.success());
@@ -126,7 +133,7 @@ fn left_at_the_default_a_sending_server_without_controls_runs_parallel_and_tells
 }
 
 #[test]
-fn auto_asked_for_by_name_at_a_client_without_controls_stops_with_the_reason() {
+fn a_mode_that_needs_the_controls_at_a_client_without_them_stops_with_the_reason() {
     let (_d, root, none, _) = dirs();
     let srv = serve(&root, &[], None);
     let o = client(
@@ -136,7 +143,7 @@ fn auto_asked_for_by_name_at_a_client_without_controls_stops_with_the_reason() {
             "-t",
             "0.5",
             "--mode",
-            "auto",
+            "tcpp",
             "--pin-dir",
             none.to_str().unwrap(),
         ],

@@ -271,6 +271,14 @@ impl Cc {
             Cc::Bbr(b) => b.cwnd(),
         }
     }
+
+    fn ssthresh(&self) -> u32 {
+        match self {
+            Cc::Native(w) => w.ssthresh(),
+            Cc::Cubic(c) => c.ssthresh,
+            Cc::Bbr(_) => u32::MAX,
+        }
+    }
 }
 
 /// A packet in flight: its sequence, and the flow's delivery count and
@@ -370,8 +378,9 @@ pub struct FlowView {
     pub min_srtt_ns: u64,
     /// Payload packets that reached the receiver.
     pub delivered: u64,
-    /// Its window, packets.
+    /// Its window and slow-start threshold, packets (u32::MAX before a loss).
     pub cwnd: u32,
+    pub ssthresh: u32,
     /// Packets sent and packets found lost (TCP_INFO's data_segs_out and
     /// total_retrans: each lost packet's data goes again).
     pub sent: u64,
@@ -391,6 +400,9 @@ pub enum SimSteering {
     /// ends, a round trip or so later), and one that comes back is a new
     /// connection: slow start from 10 packets, no RTT yet.
     Streams(usize),
+    /// Flow `i` (a session's) carries data, or is taken out as `Streams`
+    /// takes one out: for runs of more than one session.
+    Carry(usize, bool),
 }
 
 /// A steer as a run asks it: what it wants done now, and in how many ns it
@@ -459,6 +471,13 @@ impl Run {
         }
     }
 
+    /// Does what a steer asks before the run begins (which streams carry from the start).
+    pub fn steer_now(&mut self, asked: &[SimSteering]) {
+        for a in asked {
+            self.steered(*a, 0);
+        }
+    }
+
     /// Runs until `end_ns` and reports what each flow moved from
     /// `from_ns` on (the warm-up before it is left out).
     pub fn measure(self, from_ns: u64, end_ns: u64) -> Outcome {
@@ -492,6 +511,14 @@ impl Run {
                 );
             }
             self.start(now);
+            // A steer due now acts before anything is sent (at the start: which streams carry).
+            if now >= tick {
+                let (asked, next) = steer(now, &self.views());
+                tick = tick.saturating_add(next.max(1));
+                for a in asked {
+                    self.steered(a, now);
+                }
+            }
             for j in 0..self.live.len() {
                 let i = self.live[j];
                 self.check_timeout(i, now);
@@ -506,24 +533,21 @@ impl Run {
                     pkt: p,
                 }));
             }
+            // Each ACK clocks out its own flow's packets before the next ACK is
+            // read, as a host's stack does: ACKs due at one instant (frames the
+            // delay line released together) are read in the order their packets
+            // left the bottleneck, and no flow sends ahead of the others for
+            // being first in a list (that order would decide which flow finds a
+            // full queue, and drop-tail's losses would favour it for good).
             while self.acks.peek().is_some_and(|Reverse(d)| d.at <= now) {
                 let Reverse(d) = self.acks.pop().expect("peeked");
+                let flow = d.pkt.flow;
                 self.on_ack(d.pkt, now);
+                dropped += self.send(flow, now);
             }
             for j in 0..self.live.len() {
                 let i = self.live[j];
                 dropped += self.send(i, now);
-            }
-            if now >= tick {
-                let (asked, next) = steer(now, &self.views());
-                tick = tick.saturating_add(next.max(1));
-                for a in asked {
-                    self.steered(a, now);
-                }
-                for j in 0..self.live.len() {
-                    let i = self.live[j];
-                    dropped += self.send(i, now);
-                }
             }
             self.live.retain(|&i| !self.senders[i].done);
             let next = [
@@ -570,6 +594,11 @@ impl Run {
                 if let Some(s) = self.senders.get_mut(i) {
                     s.pace_gap_ns = rate.map(|r| (MSS as f64 * 1e9 / r.max(1) as f64) as u64);
                     s.next_send_ns = s.next_send_ns.min(now);
+                }
+            }
+            SimSteering::Carry(i, carrying) => {
+                if self.senders.get(i).is_some_and(|s| s.spec.session) {
+                    self.carry(i, carrying, now);
                 }
             }
             SimSteering::Streams(n) => {
@@ -627,6 +656,7 @@ impl Run {
                 min_srtt_ns: s.min_srtt_ns,
                 delivered: s.delivered,
                 cwnd: s.cc.cwnd(),
+                ssthresh: s.cc.ssthresh(),
                 sent: s.next_seq - s.sent_base,
                 lost: s.lost - s.lost_base,
             })

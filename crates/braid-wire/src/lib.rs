@@ -30,8 +30,7 @@ pub mod seal;
 
 pub use codec::{cut, decode, encode, DecodeError, MAX_FRAME};
 pub use message::{
-    Code, FileEntry, Kind, Message, Mode, SessionParams, FLAG_FALL_BACK, FLAG_RESUME, FLAG_REVERSE,
-    MODE_DIR,
+    Code, FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME, FLAG_REVERSE, MODE_DIR,
 };
 
 /// The protocol version this build speaks; a peer with another is refused.

@@ -49,7 +49,7 @@ pub struct SessionParams {
     pub duration_ms: u32,
     /// Bytes per block.
     pub block_size: u32,
-    /// [`FLAG_RESUME`], [`FLAG_REVERSE`], [`FLAG_FALL_BACK`]; unknown bits are refused.
+    /// [`FLAG_RESUME`], [`FLAG_REVERSE`]; unknown bits are refused.
     pub flags: u32,
     /// The client's rate limit for the whole session in bits per second (0: none); a
     /// sending server keeps to the lower of this and its own.
@@ -60,11 +60,7 @@ pub struct SessionParams {
 pub const FLAG_RESUME: u32 = 1;
 /// Bench: the server sends and the client receives.
 pub const FLAG_REVERSE: u32 = 2;
-/// Auto: the user left the mode at its default, so a sending end without braid's
-/// controls may run the fixed mode auto replaced (parallel) instead of refusing; a
-/// sending server then says so with [`Message::Fallback`] before `Accepted`.
-pub const FLAG_FALL_BACK: u32 = 4;
-pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME | FLAG_REVERSE | FLAG_FALL_BACK;
+pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME | FLAG_REVERSE;
 
 /// The file-type bits of [`FileEntry::mode`] that mark a directory (S_IFDIR):
 /// a directory travels as an entry of size 0, so an empty one arrives too.
@@ -212,11 +208,6 @@ pub enum Message {
         file: u32,
         hash: [u8; 32],
     },
-    /// A sending server runs the fallback of a mode the client left at its default
-    /// ([`FLAG_FALL_BACK`]), because of `reason`; sent only before `Accepted`.
-    Fallback {
-        reason: String,
-    },
     /// On the control connection, from an end with nothing else to say for a
     /// while (hashing, waiting for the other's hash): it is still there. An
     /// end that hears nothing on any of a session's connections for long
@@ -242,7 +233,6 @@ impl Message {
             Message::Error { .. } => 13,
             Message::Close { .. } => 14,
             Message::Verify { .. } => 15,
-            Message::Fallback { .. } => 16,
             Message::Keepalive => 17,
         }
     }

@@ -81,9 +81,10 @@ pub fn advise(path: &PathFacts, c: f64) -> Plan {
             knee,
             format!(
                 "loss of {:.1e} holds one stream to {:.1} Mb/s of {:.1} Mb/s; {knee} streams reach the \
-                 path's rate (the knee), more only add congestion. Auto (the default mode) runs up \
-                 to {knee} streams' worth while the path is its own and one flow's share while others \
-                 share it, where `parallel -n {knee}` takes {knee} flows' shares; of the fixed modes, \
+                 path's rate (the knee), more only add congestion. Auto (the default mode) finds the \
+                 knee by itself while the path is its own (`-n` is its most) and moves one ordinary \
+                 flow's share while others share it, where `parallel -n {knee}` takes {knee} flows' \
+                 shares; of the fixed modes, \
                  `tcpp -n {knee} --strength 1` takes one flow's share everywhere, and `combined -n \
                  {knee} --virtual-rtt 10` is predicted to move {:.0} % of what {knee} parallel streams \
                  would",

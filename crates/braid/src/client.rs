@@ -3,7 +3,6 @@
 //! session to `driver` as the dial side (it dials every data stream, and a
 //! lost one again).
 
-use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,48 +99,30 @@ fn open(cfg: &Config) -> Result<Opened> {
     Err(last.expect("resolve returns at least one address"))
 }
 
-/// The config this end opens with: where it sends, and the user left auto at its
-/// default while braid's controls are not loaded here, the fallback's (and says so).
-/// A mode asked for by name that needs the controls and cannot have them stops
-/// here, before a server is asked for a session.
-fn as_sending(cfg: &Config, sends: bool) -> Result<Cow<'_, Config>> {
-    if !sends {
-        return Ok(Cow::Borrowed(cfg));
-    }
-    if let Some((params, reason)) = driver::fallback(&cfg.params, &cfg.pin_dir) {
-        notes(cfg.output).say("mode_fallback", 0, &reason, &reason);
-        return Ok(Cow::Owned(Config {
-            params,
-            ..cfg.clone()
-        }));
-    }
-    session::open_controls(&plan::stream_controls(&cfg.params, 0), &cfg.pin_dir)?;
-    Ok(Cow::Borrowed(cfg))
-}
-
-/// `cfg` as this end will open every session of a `kind` with (`as_sending`), decided
-/// once: a caller that may try a second server (one it starts over ssh, after a
-/// refusal) tells of a fallback once, not once per attempt.
-pub fn resolved(cfg: Config, kind: Kind) -> Result<Config> {
-    let sends = driver::sends(kind, cfg.params.flags, true);
-    Ok(as_sending(&cfg, sends)?.into_owned())
-}
-
-/// The session's number and the parameters its sender runs: a sending server
-/// that fell back from the default auto says so (and why) before it accepts.
-fn accepted(ctrl: &mut Conn, cfg: &Config) -> Result<(u64, SessionParams)> {
-    let mut params = cfg.params.clone();
-    loop {
-        match ctrl.recv()? {
-            Message::Accepted { session } => return Ok((session, params)),
-            // Only where this end allowed it, and once: the fallback has none of its own.
-            Message::Fallback { reason } if plan::fallback(&params).is_some() => {
-                let human = format!("the server: {reason}");
-                notes(cfg.output).say("mode_fallback", 0, &reason, &human);
-                params = plan::fallback(&params).expect("checked above");
-            }
-            m => return Err(session::unexpected("the session's acceptance", &m)),
+/// Where this end sends, a mode that needs braid's controls and cannot have
+/// them stops here, before a server is asked for a session.
+fn check_sending(cfg: &Config, sends: bool) -> Result<()> {
+    if sends {
+        let controls = plan::stream_controls(&cfg.params, 0);
+        session::open_controls(&controls, &cfg.pin_dir)?;
+        for cc in controls.iter().filter_map(|c| c.cc.as_deref()) {
+            session::check_control(cc)?;
         }
+    }
+    Ok(())
+}
+
+/// `cfg`, checked once (`check_sending`) for every session of a `kind` it opens.
+pub fn resolved(cfg: Config, kind: Kind) -> Result<Config> {
+    check_sending(&cfg, driver::sends(kind, cfg.params.flags, true))?;
+    Ok(cfg)
+}
+
+/// The session's number and the parameters its sender runs.
+fn accepted(ctrl: &mut Conn, cfg: &Config) -> Result<(u64, SessionParams)> {
+    match ctrl.recv()? {
+        Message::Accepted { session } => Ok((session, cfg.params.clone())),
+        m => Err(session::unexpected("the session's acceptance", &m)),
     }
 }
 
@@ -180,11 +161,11 @@ enum SessionSteer<'a> {
 }
 
 impl<'a> SessionSteer<'a> {
-    fn new(cfg: &'a Config, session: u64, sends: bool) -> Self {
+    fn new(cfg: &'a Config, sends: bool) -> Self {
         match (&cfg.steer, sends) {
             (_, false) => SessionSteer::Off,
             (Some(shared), true) => SessionSteer::Caller(shared.lock().unwrap()),
-            (None, true) => match driver::own_steer(&cfg.params, session, true) {
+            (None, true) => match driver::own_steer(&cfg.params, true) {
                 Some(own) => SessionSteer::Own(own),
                 None => SessionSteer::Off,
             },
@@ -203,8 +184,7 @@ impl<'a> SessionSteer<'a> {
 /// `braid bench`: memory to memory for the session's duration.
 pub fn bench(cfg: &Config) -> Result<Summary> {
     let sends = driver::sends(Kind::Bench, cfg.params.flags, true);
-    let resolved = as_sending(cfg, sends)?;
-    let cfg = &*resolved;
+    check_sending(cfg, sends)?;
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Bench)))?;
@@ -236,7 +216,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         },
         None => BenchRole::Receive,
     };
-    let mut steer = SessionSteer::new(cfg, session, sends);
+    let mut steer = SessionSteer::new(cfg, sends);
     let run = Run {
         tel: &tel,
         cancel: &cfg.cancel,
@@ -264,8 +244,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
             eprintln!("braid: skipping {s}");
         }
     }
-    let resolved = as_sending(cfg, true)?;
-    let cfg = &*resolved;
+    check_sending(cfg, true)?;
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Send)))?;
@@ -285,7 +264,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         idle,
     } = o;
     let dial = dialer(cfg, addr, agreed, idle, session, Some(&sending));
-    let mut steer = SessionSteer::new(cfg, session, true);
+    let mut steer = SessionSteer::new(cfg, true);
     let run = Run {
         tel: &tel,
         cancel: &cfg.cancel,

@@ -19,7 +19,6 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread::{self, Scope};
 use std::time::{Duration, Instant};
 
-use braid_cc::Strength;
 use braid_wire::{Kind, Mode, SessionParams, FLAG_REVERSE};
 
 use crate::auto::Auto;
@@ -80,20 +79,6 @@ pub fn sends(kind: Kind, flags: u32, dials: bool) -> bool {
     }
 }
 
-/// Where the user left auto at its default and this end, which sends, cannot
-/// open braid's controls: the fixed mode it runs instead (plan::fallback) and
-/// why. `None`: the session runs as asked (and one that asked for auto by name
-/// and finds no controls stops with the reason, in `Sending::new`).
-pub fn fallback(p: &SessionParams, pin_dir: &std::path::Path) -> Option<(SessionParams, String)> {
-    let f = plan::fallback(p)?;
-    let e = braid_cc::Controls::open(pin_dir).err()?;
-    let reason = format!(
-        "the default mode, auto, cannot run here ({e}): sending as {} instead (--mode names another)",
-        plan::mode_name(&f)
-    );
-    Some((f, reason))
-}
-
 /// How many streams the sending end starts with: a dialling end may start
 /// with fewer and let its steer add more; an accepting one carries on
 /// whatever the peer dials.
@@ -106,13 +91,14 @@ fn initial_streams(p: &SessionParams, dials: bool) -> usize {
 }
 
 /// The steer of `--mode auto` or `--mode falcon` for the sending end. Falcon
-/// changes how many streams run, so only a dialling end can follow it.
-pub fn own_steer(p: &SessionParams, group: u64, dials: bool) -> Option<Box<dyn Steer>> {
+/// changes how many streams run, so only a dialling end can follow it; auto
+/// on an end that does not dial paces the streams it does not want instead.
+pub fn own_steer(p: &SessionParams, dials: bool) -> Option<Box<dyn Steer>> {
     match p.mode {
         Mode::Auto => Some(Box::new(Auto::new(
-            group,
             p.streams as usize,
-            Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE),
+            plan::fair_streams(p),
+            dials,
         ))),
         Mode::Falcon if dials => Some(Box::new(Falcon::new(
             plan::initial_streams(p),
@@ -141,7 +127,11 @@ impl Sending {
         pin_dir: &std::path::Path,
         steered: bool,
     ) -> Result<Sending> {
-        let controls = plan::stream_controls(p, group);
+        let mut controls = plan::stream_controls(p, group);
+        if p.mode == Mode::Auto && p.cc.is_empty() {
+            let cc = session::auto_control();
+            controls.iter_mut().for_each(|c| c.cc = cc.clone());
+        }
         let maps = match session::open_controls(&controls, pin_dir)? {
             None if steered => braid_cc::Controls::open(pin_dir).ok(),
             maps => maps,

@@ -707,6 +707,7 @@ fn report_steer(steer: &dyn Steer, elapsed: Duration, streams: usize, notes: Not
             utility: st.utility.map(round3),
             shared: st.shared,
             share_mbps: st.share_bps.map(|b| round3(b * 8.0 / 1e6)),
+            phase: st.phase,
         });
     }
 }

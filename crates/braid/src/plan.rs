@@ -2,7 +2,7 @@
 //! braid-cc settings. Whichever end sends data applies this to its sockets.
 
 use braid_cc::{SocketSettings, Strength};
-use braid_wire::{Kind, Mode, SessionParams, FLAG_FALL_BACK};
+use braid_wire::{Kind, Mode, SessionParams};
 
 /// At most this many streams per session.
 pub const MAX_STREAMS: u16 = 256;
@@ -70,26 +70,19 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
     }
 }
 
-/// What a sending end without braid's controls runs in place of auto the user left
-/// at its default: the fixed default auto replaced, as many streams of the system's
-/// control in `parallel`. `None` where the user asked for the mode by name: a
-/// transfer (or a measurement) that asked for auto must not quietly run as another.
-pub fn fallback(p: &SessionParams) -> Option<SessionParams> {
-    (p.mode == Mode::Auto && p.flags & FLAG_FALL_BACK != 0).then(|| SessionParams {
-        mode: Mode::Parallel,
-        cc: String::new(),
-        flags: p.flags & !FLAG_FALL_BACK,
-        ..p.clone()
-    })
-}
-
 /// The streams a session starts with: a Falcon search starts at one and
-/// grows; every other mode starts with all it asked for.
+/// auto at a few, and both grow; every other mode starts with all it asked for.
 pub fn initial_streams(p: &SessionParams) -> usize {
     match p.mode {
         Mode::Falcon => 1,
+        Mode::Auto => crate::auto::first_streams(p.streams as usize, fair_streams(p)),
         _ => p.streams as usize,
     }
+}
+
+/// Auto's streams while others share the path: `--fair-share` ordinary flows, whole.
+pub fn fair_streams(p: &SessionParams) -> usize {
+    ((p.strength_milli as f64 / 1000.0).round() as usize).max(1)
 }
 
 /// Every stream's control for a session whose TCP-P group is `group`.
@@ -100,11 +93,17 @@ pub fn stream_controls(p: &SessionParams, group: u64) -> Vec<StreamControl> {
     };
     (0..p.streams)
         .map(|i| match p.mode {
-            Mode::Single | Mode::Parallel | Mode::Falcon if p.cc.is_empty() => StreamControl {
-                cc: None,
-                settings: SocketSettings::default(),
-            },
-            Mode::Single | Mode::Parallel | Mode::Falcon => named(&p.cc, SocketSettings::default()),
+            // Auto's streams are ordinary ones too: its steer sets how many
+            // carry and caps their rate, which needs nothing of braid's.
+            Mode::Single | Mode::Parallel | Mode::Falcon | Mode::Auto if p.cc.is_empty() => {
+                StreamControl {
+                    cc: None,
+                    settings: SocketSettings::default(),
+                }
+            }
+            Mode::Single | Mode::Parallel | Mode::Falcon | Mode::Auto => {
+                named(&p.cc, SocketSettings::default())
+            }
             // Hacker 2004: stream 0 is an ordinary Reno flow, the others grow
             // as if their RTT were m times longer.
             Mode::Combined if i == 0 => named("reno", SocketSettings::default()),
@@ -115,9 +114,7 @@ pub fn stream_controls(p: &SessionParams, group: u64) -> Vec<StreamControl> {
                     ..SocketSettings::default()
                 },
             ),
-            // Auto starts at its fair share; its steer raises the strength
-            // while the path shows no queue.
-            Mode::Tcpp | Mode::Auto => named(
+            Mode::Tcpp => named(
                 "braid_tcpp",
                 SocketSettings {
                     strength: Some(Strength::from_milli(p.strength_milli).unwrap_or(Strength::ONE)),
@@ -177,23 +174,6 @@ mod tests {
         assert!(stream_controls(&p, 0)
             .iter()
             .all(|s| s.cc.as_deref() == Some("cubic")));
-    }
-
-    #[test]
-    fn only_auto_left_at_its_default_falls_back_and_to_parallel_of_as_many_streams() {
-        let mut p = params(Mode::Auto, 4);
-        assert_eq!(fallback(&p), None, "auto asked for by name");
-        p.flags = FLAG_FALL_BACK | braid_wire::FLAG_RESUME;
-        let f = fallback(&p).expect("auto by default falls back");
-        assert_eq!((f.mode, f.streams, f.cc.as_str()), (Mode::Parallel, 4, ""));
-        assert_eq!(f.flags, braid_wire::FLAG_RESUME, "the other flags stay");
-        assert!(check(&f).is_ok());
-        assert!(stream_controls(&f, 1)
-            .iter()
-            .all(|c| *c == StreamControl::default()));
-        let mut t = params(Mode::Tcpp, 4);
-        t.flags = FLAG_FALL_BACK;
-        assert_eq!(fallback(&t), None, "only auto has a fallback");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! | type | printed by | when |
 //! |---|---|---|
 //! | `interval` | `send`, `get`, `bench` with `--json` | every `-i` seconds |
-//! | `event` | `send`, `get`, `bench` with `--json` | a stream lost, and dialled again; the default mode's fallback |
+//! | `event` | `send`, `get`, `bench` with `--json` | a stream lost, and dialled again |
 //! | `summary` | `send`, `get`, `bench`, `serve` with `--json` | once a session ends |
 //! | `source` | `braid traffic udp` | at its end |
 //! | `sink_interval` | `braid traffic sink` | per flow and interval of the sender's clock |
@@ -91,11 +91,10 @@ pub struct Interval {
     pub streams: Vec<StreamSample>,
 }
 
-/// A stream lost (its blocks go to the others) or dialled again, or the
-/// default mode's fallback (stream 0; `reason` says why and what runs).
+/// A stream lost (its blocks go to the others) or dialled again.
 #[derive(Clone, Debug, Serialize)]
 pub struct Event {
-    /// `stream_lost`, `stream_redialled` or `mode_fallback`.
+    /// `stream_lost` or `stream_redialled`.
     pub event: &'static str,
     pub stream: usize,
     pub reason: String,
@@ -117,9 +116,10 @@ pub struct Steered {
     /// Auto: whether its latest question found others holding the queue
     /// (null before the first).
     pub shared: Option<bool>,
-    /// Auto: the fair share its streams are held to, Mb/s (null while the
-    /// path is its own, or before it has counted enough losses to say).
+    /// Auto: the cap its streams' caps add up to, Mb/s (null while uncapped).
     pub share_mbps: Option<f64>,
+    /// Auto: its phase (start, grow, full, yield, test, fair).
+    pub phase: Option<&'static str>,
 }
 
 /// `braid traffic udp`'s account of what it sent.
@@ -372,6 +372,7 @@ mod tests {
                 utility: None,
                 shared: Some(true),
                 share_mbps: Some(11.75),
+                phase: Some("fair"),
             }),
             line(&Summary {
                 kind: "send",

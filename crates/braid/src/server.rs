@@ -594,18 +594,6 @@ fn run_session(
         Notes::Off
     };
     let sends = driver::sends(p.kind, p.flags, false);
-    // Auto the client left at its default falls back where this end has no
-    // controls, and the client hears why before it is accepted.
-    let fell_back = sends.then(|| driver::fallback(p, &cfg.pin_dir)).flatten();
-    if let Some((_, reason)) = &fell_back {
-        if cfg.output == Output::Human {
-            eprintln!("braid serve: {reason}");
-        }
-        conn.send(&Message::Fallback {
-            reason: reason.clone(),
-        })?;
-    }
-    let p = fell_back.as_ref().map_or(p, |(f, _)| f);
     // Whichever end sends sets the controls, on accepted sockets too.
     let sending = if sends {
         let s = Sending::new(p, session, &cfg.pin_dir, p.mode == Mode::Auto);
@@ -614,9 +602,7 @@ fn run_session(
         None
     };
     // --mode auto: the sending end steers its streams' strength.
-    let mut steer = sending
-        .as_ref()
-        .and_then(|_| driver::own_steer(p, session, false));
+    let mut steer = sending.as_ref().and_then(|_| driver::own_steer(p, false));
     let run = Run {
         tel: &tel,
         cancel: &cfg.cancel,

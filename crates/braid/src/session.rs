@@ -266,14 +266,7 @@ pub fn apply_control(
         // A peer may name the control; a name the kernel does not have is
         // refused here, before a privileged setsockopt could load a module
         // called tcp_<name> for it.
-        let known = braid_cc::available_controls().unwrap_or_default();
-        if !known.iter().any(|k| k == cc) {
-            return Err(Error::Usage(format!(
-                "congestion control {cc:?} is not among this kernel's ({}); braid's own controls \
-                 need `braid cc install`",
-                known.join(" ")
-            )));
-        }
+        check_control(cc)?;
         braid_cc::set_congestion_control(sock.as_fd(), cc).map_err(|e| {
             Error::Usage(format!(
                 "congestion control {cc:?} cannot be set ({e}); is it in /proc/sys/net/ipv4/tcp_available_congestion_control? \
@@ -282,6 +275,33 @@ pub fn apply_control(
         })?;
     }
     Ok(())
+}
+
+/// Refuses a congestion control this kernel does not have.
+pub fn check_control(cc: &str) -> Result<()> {
+    let known = braid_cc::available_controls().unwrap_or_default();
+    if known.iter().any(|k| k == cc) {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "congestion control {cc:?} is not among this kernel's ({}); braid's own controls \
+         need `braid cc install`",
+        known.join(" ")
+    )))
+}
+
+/// The control auto's streams run when none is named: CUBIC, Linux's default
+/// and the loss-based growth auto's steer is built on (a queue that an ask can
+/// drain, one ordinary flow's share beside others), where this kernel has it
+/// and this process may set it; else the host's default (None). A host whose
+/// default is another control (BBR, say) still gets what the steer expects.
+pub fn auto_control() -> Option<String> {
+    const PREFERRED: &str = "cubic";
+    // The kernel decides who may set which control (tcp_allowed_congestion_control,
+    // CAP_NET_ADMIN): ask it on a socket of our own rather than guess.
+    let probe = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+    braid_cc::set_congestion_control(probe.as_fd(), PREFERRED).ok()?;
+    Some(PREFERRED.to_owned())
 }
 
 /// braid-cc's maps, when a session's controls need per-socket settings.

@@ -12,8 +12,10 @@ def test_methods_say_which_control_each_stream_gets():
     assert Method("parallel", 2, cc="cubic").controls() == ["cubic", "cubic"]
     assert Method("single", 5).controls() == [None]
     assert Method("combined", 9, virtual_rtt=100).argv() == ["--mode", "combined", "-n", "9", "--virtual-rtt", "100"]
-    # Auto is a TCP-P group whose strength the sender steers; its floor is the fair share.
-    assert Method("auto", 3).controls() == ["braid_tcpp"] * 3
+    # Auto steers streams of the host's default control: any count up to its most.
+    auto = Method("auto", 3)
+    assert auto.controls() == [None] * 3
+    assert auto.matches(["cubic"]) and auto.matches(["cubic"] * 3) and not auto.matches(["cubic"] * 4)
     assert Method("auto", 9, strength=2).argv() == ["--mode", "auto", "-n", "9", "--fair-share", "2"]
     # Falcon searches 1..N streams of its control: any count up to N is its.
     falcon = Method("falcon", 16, cc="cubic")

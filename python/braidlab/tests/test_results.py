@@ -240,3 +240,17 @@ def test_a_share_of_cells_claim_is_judged_cell_by_cell_with_its_interval():
     lo, hi = metrics.wilson(2, 3)
     assert 0.2 < lo < 0.667 < hi < 0.95
     assert metrics.wilson(0, 0) == (0.0, 1.0) and metrics.wilson(10, 10)[1] == 1.0
+
+
+def test_a_cell_keeps_every_setting_a_method_has():
+    # The runner writes the method's fields as they are (dataclasses.asdict): each must read back,
+    # braid's defaults (no options) and a host without its controls included.
+    import dataclasses
+
+    from braidlab.engine import Method
+    from braidlab.measured import MeasuredCell
+
+    method = Method("auto", None, default=True, no_controls=True)
+    record = MeasuredCell.from_json({**cell("auto"), "setting": dataclasses.asdict(method)})
+    assert record.setting.default and record.setting.no_controls and record.setting.streams is None
+    assert {f.name for f in dataclasses.fields(Method)} == {f.name for f in dataclasses.fields(record.setting)}

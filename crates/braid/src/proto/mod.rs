@@ -25,9 +25,6 @@
 //!   get:   C -> S Manifest* (the names wanted)          S -> C Accepted {session}
 //!          S -> C Manifest* (the files)                  C -> S Ranges (one per file)
 //!   bench: S -> C Accepted {session}
-//!   (get and bench --reverse: where the client left auto at its default (flag FALL_BACK) and the
-//!    server has no braid controls, S -> C Fallback {reason} comes first: the server sends as
-//!    plan::fallback says, and the client's report names that mode)
 //!
 //! every data stream (a new TCP connection, any time while the session runs)
 //!   C -> S  Attach {session, stream, counter, mac}   a replayed counter or wrong mac: Error 401;

@@ -30,9 +30,10 @@ pub struct SteerState {
     pub utility: Option<f64>,
     /// Whether others share the path's queue, as the steer last found (auto).
     pub shared: Option<bool>,
-    /// The fair share the streams' caps add up to, bytes a second, while
-    /// the group is held to one (auto).
+    /// The cap the streams' caps add up to, bytes a second (auto).
     pub share_bps: Option<f64>,
+    /// The steer's phase (auto: start, grow, full, yield, test, fair).
+    pub phase: Option<&'static str>,
 }
 
 /// What a steer asks for.

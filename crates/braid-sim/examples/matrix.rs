@@ -1,0 +1,297 @@
+//! The generality matrix's claims on virtual time, for design: paths and
+//! competition drawn from a development seed (never the judgement's, which
+//! is experiments/generality.toml's), braid's auto beside the fixed methods,
+//! each claim reported as the share of cells where it holds.
+//!
+//!     cargo run --release -p braid-sim --example matrix -- [SEED] [CELLS_PER_KIND] [KIND,...]
+//!
+//! Kinds: idle reno-1 reno-4 reno-16 cubic-1 cubic-4 cubic-16 bbr-1 bbr-4 mix
+//! cubic-arrive reno-arrive web udp auto-pair. BRAID_SIM_TRACE=1 prints auto's phases.
+
+#[path = "../tests/harness/mod.rs"]
+mod harness;
+
+use braid_cc::native::Arith;
+use braid_link::rng::Rng;
+use braid_sim::{jain, poisson, Flow};
+use harness::*;
+
+const KINDS: [&str; 15] = [
+    "idle",
+    "reno-1",
+    "reno-4",
+    "reno-16",
+    "cubic-1",
+    "cubic-4",
+    "cubic-16",
+    "bbr-1",
+    "bbr-4",
+    "mix",
+    "cubic-arrive",
+    "reno-arrive",
+    "web",
+    "udp",
+    "auto-pair",
+];
+/// Measured from WARM to END seconds (the full variant's 60 s after its warm-up).
+const WARM: u64 = 10;
+const END: u64 = 70;
+
+#[derive(Clone, Debug)]
+struct Cell {
+    kind: &'static str,
+    rtt_ms: f64,
+    rate_mbps: f64,
+    link: String,
+}
+
+fn draw(rng: &mut Rng, kind: &'static str, seed: u64) -> Cell {
+    let pick = |rng: &mut Rng, n: usize| (rng.next_u64() % n as u64) as usize;
+    let rtt_ms = [10.0, 40.0, 100.0, 200.0][pick(rng, 4)];
+    let rate_mbps = [20.0, 100.0, 500.0, 1000.0][pick(rng, 4)];
+    let buffer: f64 = [0.25, 1.0, 4.0][pick(rng, 3)];
+    let loss = [0.0, 1e-5, 1e-4][pick(rng, 3)];
+    let red = pick(rng, 2) == 1;
+    let bdp = rate_mbps * 1e6 * rtt_ms / 1e3 / 8.0 / 1500.0;
+    let limit = (buffer * bdp).round().clamp(8.0, 100_000.0) as u64;
+    let mut link = format!("rate {rate_mbps}mbit");
+    if red {
+        let lo = (limit / 8).max(2);
+        let hi = (3 * lo).min(limit - 1);
+        link += &format!(
+            " red limit {} min {} max {} avpkt 1500 probability 0.1 bandwidth {rate_mbps}mbit",
+            limit * 1500,
+            lo * 1500,
+            hi * 1500
+        );
+    } else {
+        link += &format!(" limit {limit}");
+    }
+    if loss > 0.0 {
+        link += &format!(" loss random {}%", loss * 100.0);
+    }
+    link += &format!(" seed {seed}");
+    Cell {
+        kind,
+        rtt_ms,
+        rate_mbps,
+        link,
+    }
+}
+
+/// The competition of a kind, for a path of `rate_mbps`.
+fn others(kind: &str, rate_mbps: f64, seed: u64) -> Vec<Flow> {
+    let third = (END - WARM) / 3;
+    let during = |f: Flow| Flow {
+        start_ns: f.start_ns + (WARM + third) * S,
+        stop_ns: (WARM + 2 * third) * S,
+        ..f
+    };
+    match kind {
+        "idle" | "auto-pair" => vec![],
+        "mix" => {
+            let mut v = many(2, Flow::new(Arith::Reno));
+            v.extend(many(2, Flow::cubic()));
+            v.push(Flow::bbr());
+            v
+        }
+        "cubic-arrive" => many(4, Flow::cubic()).into_iter().map(during).collect(),
+        "reno-arrive" => many(4, Flow::new(Arith::Reno))
+            .into_iter()
+            .map(during)
+            .collect(),
+        "web" => poisson(
+            Flow::cubic(),
+            0.2 * rate_mbps * 1e6,
+            200e3,
+            0,
+            END * S,
+            seed,
+        ),
+        "udp" => vec![Flow::stiff(
+            0.1 * rate_mbps * 1e6,
+            0.4 * rate_mbps * 1e6,
+            7 * S,
+        )],
+        k => {
+            let (cc, n) = k.split_once('-').expect("a kind is CC-N");
+            let f = match cc {
+                "reno" => Flow::new(Arith::Reno),
+                "cubic" => Flow::cubic(),
+                "bbr" => Flow::bbr(),
+                _ => panic!("unknown kind {k}"),
+            };
+            many(n.parse().expect("a count"), f)
+        }
+    }
+}
+
+fn long_flows(kind: &str) -> usize {
+    match kind {
+        "idle" | "web" | "udp" => 0,
+        "auto-pair" => 1,
+        "mix" => 5,
+        "cubic-arrive" | "reno-arrive" => 4,
+        k => k
+            .split_once('-')
+            .and_then(|(_, n)| n.parse().ok())
+            .unwrap_or(0),
+    }
+}
+
+/// One cell's verdicts: (claim, holds), and a line to print.
+fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
+    let o = others(c.kind, c.rate_mbps, seed);
+    let equal = c.rate_mbps * 1448.0 / 1500.0 / (long_flows(c.kind) + 1) as f64;
+    let mut v = Vec::new();
+    let line;
+    match c.kind {
+        "auto-pair" => {
+            let t = autos(&c.link, c.rtt_ms, 2, &[0, 5 * S], &[], WARM, END);
+            let (a, b) = (t.mbps(0), t.mbps(1));
+            let j = jain(&[a, b]);
+            v.push(("two-autos-fair", j >= 0.95));
+            line = format!("auto {a:.1} and {b:.1} Jain {j:.3}");
+        }
+        "cubic-arrive" | "reno-arrive" => {
+            let t = autos(&c.link, c.rtt_ms, 1, &[], &o, WARM, END);
+            let rates = per_second(&t.moved[0]);
+            let third = ((END - WARM) / 3) as f64;
+            let (arrive, leave) = (WARM as f64 + third, WARM as f64 + 2.0 * third);
+            let beside = mean_between(&rates, arrive, leave);
+            let single_beside = {
+                let mut f = vec![Flow::cubic()];
+                f.extend(o.iter().map(|x| Flow {
+                    start_ns: x.start_ns + 17 * MS,
+                    ..*x
+                }));
+                let r = fixed(&c.link, c.rtt_ms, &f, arrive as u64, leave as u64);
+                r.mbps(0..1)
+            };
+            let bound = 10f64.max(20.0 * c.rtt_ms / 1e3);
+            let (sa, sl) = (
+                settle_s(&rates, arrive, leave),
+                settle_s(&rates, leave, END as f64),
+            );
+            v.push((
+                "arrivals-band",
+                beside >= 0.7 * equal.min(single_beside) && beside <= 1.25 * equal,
+            ));
+            v.push(("settles-on-arrival", sa <= bound));
+            v.push(("settles-on-departure", sl <= bound));
+            line = format!(
+                "beside {beside:.1} (equal {equal:.1}, single {single_beside:.1}); settled {sa:.0} s, {sl:.0} s (bound {bound:.0})"
+            );
+        }
+        kind => {
+            let t = autos(&c.link, c.rtt_ms, 1, &[], &o, WARM, END);
+            let a = t.mbps(0);
+            let one = single(&c.link, c.rtt_ms, &o, WARM, END);
+            if matches!(kind, "idle" | "web" | "udp") {
+                let best = best_parallel(&c.link, c.rtt_ms, &o, WARM, END);
+                let claim = match kind {
+                    "idle" => "idle-fast",
+                    "web" => "web-fast",
+                    _ => "udp-fast",
+                };
+                v.push((claim, a >= 0.9 * best));
+                line = format!(
+                    "auto {a:.1} ({} streams), best parallel {best:.1}, single {one:.1}",
+                    t.streams[0]
+                );
+            } else if kind.starts_with("bbr") {
+                v.push(("bbr-floor", a >= 0.7 * one));
+                line = format!("auto {a:.1}, single {one:.1}");
+            } else {
+                v.push((
+                    "shared-band",
+                    a >= 0.7 * equal.min(one) && a <= 1.25 * equal,
+                ));
+                line = format!("auto {a:.1}, equal {equal:.1}, single {one:.1}");
+            }
+        }
+    }
+    (v, line)
+}
+
+/// Wilson's 95 % interval of `k` of `n`.
+fn wilson(k: usize, n: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (n, p, z) = (n as f64, k as f64 / n as f64, 1.96f64);
+    let d = 1.0 + z * z / n;
+    let c = (p + z * z / (2.0 * n)) / d;
+    let h = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / d;
+    (c - h, c + h)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let seed: u64 = args
+        .first()
+        .map_or(1, |s| s.parse().expect("SEED is a number"));
+    let per: usize = args
+        .get(1)
+        .map_or(2, |s| s.parse().expect("CELLS_PER_KIND is a number"));
+    let kinds: Vec<&'static str> = match args.get(2) {
+        Some(list) => list
+            .split(',')
+            .map(|k| {
+                *KINDS
+                    .iter()
+                    .find(|x| **x == k)
+                    .unwrap_or_else(|| panic!("unknown kind {k}"))
+            })
+            .collect(),
+        None => KINDS.to_vec(),
+    };
+    // Each cell's path from its own generator (the seed, its kind, its number), so that a
+    // kind run alone draws the same paths as in the whole matrix.
+    let cells: Vec<(Cell, u64)> = kinds
+        .iter()
+        .flat_map(|k| (0..per).map(move |i| (*k, i)))
+        .map(|(k, i)| {
+            let kind_no = KINDS.iter().position(|x| *x == k).expect("a kind") as u64;
+            let s = seed * 1_000_000 + kind_no * 1000 + i as u64;
+            (draw(&mut Rng::new(s), k, s), s)
+        })
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((c, s)) = cells.get(i) else { break };
+                let (v, line) = judge(c, *s);
+                let verdicts: String = v
+                    .iter()
+                    .map(|(n, h)| format!(" {n}:{}", if *h { "holds" } else { "FAILS" }))
+                    .collect();
+                println!(
+                    "{:13} {:>4} ms {:>5} Mb/s  {:<60} {line}{verdicts}",
+                    c.kind, c.rtt_ms, c.rate_mbps, c.link
+                );
+                results.lock().unwrap().extend(v);
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let mut claims: Vec<&str> = results.iter().map(|(c, _)| *c).collect();
+    claims.sort();
+    claims.dedup();
+    println!("\nclaim                  holds   share  95 % interval");
+    for c in claims {
+        let n = results.iter().filter(|(x, _)| *x == c).count();
+        let k = results.iter().filter(|(x, h)| *x == c && *h).count();
+        let (lo, hi) = wilson(k, n);
+        println!(
+            "{c:22} {k:>2}/{n:<3} {:>5.0} %  {:.0}-{:.0} %",
+            100.0 * k as f64 / n as f64,
+            100.0 * lo,
+            100.0 * hi
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! braid's `--mode auto` (braid::auto::Auto) on virtual time: each session
+//! is `MOST` CUBIC streams, steered as the engine steers them (how many
+//! carry, each one's rate cap) from what TCP_INFO would say of each, beside
+//! other flows. Shared by the auto tests and the design matrix
+//! (examples/matrix.rs).
+#![allow(dead_code)] // each user takes its own part
+
+use std::time::Duration;
+
+use braid::auto::Auto;
+use braid::proto::steer::{Steer, Steering, StreamView};
+use braid_sim::{Flow, FlowView, Outcome, Run, SimSteering, MSS};
+
+pub const S: u64 = 1_000_000_000;
+pub const MS: u64 = 1_000_000;
+/// A session's streams at the most (the CLI's default `-n` for auto).
+pub const MOST: usize = 32;
+
+/// A path one way: braid-link's words, and half the RTT of delay with 1 ms of jitter.
+pub fn cfg(link: &str, rtt_ms: f64) -> braid_link::Config {
+    braid_link::spec::parse(&format!("{link} delay {}ms 1ms", rtt_ms / 2.0))
+        .expect("a valid link spec")
+}
+
+/// `n` flows like `f`, 37 ms apart (flows started together lose in lockstep).
+pub fn many(n: usize, f: Flow) -> Vec<Flow> {
+    (0..n)
+        .map(|i| Flow {
+            start_ns: f.start_ns + i as u64 * 37 * MS,
+            ..f
+        })
+        .collect()
+}
+
+/// What a run of sessions saw: its outcome (each session's streams first,
+/// then the others), and each session's packets delivered at each tick.
+pub struct Trace {
+    pub outcome: Outcome,
+    pub moved: Vec<Vec<(f64, u64)>>,
+    /// Each session's carrying streams at its last tick.
+    pub streams: Vec<usize>,
+}
+
+impl Trace {
+    /// Session `i`'s Mb/s over the measured time.
+    pub fn mbps(&self, i: usize) -> f64 {
+        self.outcome.mbps(i * MOST..(i + 1) * MOST)
+    }
+
+    /// The others' flows, from the first after the sessions.
+    pub fn others(&self, sessions: usize, n: usize) -> f64 {
+        self.outcome.mbps(sessions * MOST..sessions * MOST + n)
+    }
+}
+
+/// One session's view of its streams, as the engine builds it from TCP_INFO.
+fn stream_views(views: &[FlowView]) -> Vec<StreamView> {
+    views
+        .iter()
+        .enumerate()
+        .map(|(i, v)| StreamView {
+            stream: i,
+            wanted: v.carrying,
+            bytes: v.delivered * MSS as u64,
+            info: (v.active && v.carrying && v.srtt_ns > 0).then(|| braid_cc::TcpInfo {
+                srtt_us: (v.srtt_ns / 1000) as u32,
+                min_rtt_us: (v.min_srtt_ns / 1000) as u32,
+                cwnd: v.cwnd,
+                ssthresh: v.ssthresh.min(i32::MAX as u32),
+                mss: MSS as u32,
+                bytes_acked: v.delivered * MSS as u64,
+                data_segs_out: v.sent as u32,
+                total_retrans: v.lost as u32,
+                ..Default::default()
+            }),
+        })
+        .collect()
+}
+
+/// `sessions` autos, the k-th starting at `starts_ns[k]` (0 if not given),
+/// then `others`, through `link` at `rtt_ms`, measured from `from_s` to `to_s`.
+/// BRAID_SIM_TRACE=1 prints each change of phase.
+pub fn autos(
+    link: &str,
+    rtt_ms: f64,
+    sessions: usize,
+    starts_ns: &[u64],
+    others: &[Flow],
+    from_s: u64,
+    to_s: u64,
+) -> Trace {
+    let start = |k: usize| starts_ns.get(k).copied().unwrap_or(0);
+    let mut flows = Vec::new();
+    for k in 0..sessions {
+        flows.extend((0..MOST).map(|_| Flow {
+            start_ns: start(k),
+            ..Flow::cubic().in_session()
+        }));
+    }
+    flows.extend(others.iter().map(|f| Flow {
+        start_ns: f.start_ns + 17 * MS,
+        ..*f
+    }));
+    let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, 1, true)).collect();
+    let mut due: Vec<u64> = (0..sessions).map(start).collect();
+    let mut moved: Vec<Vec<(f64, u64)>> = vec![Vec::new(); sessions];
+    let trace = std::env::var_os("BRAID_SIM_TRACE").is_some();
+    // BRAID_SIM_TRACE=2: every tick.
+    let ticks = std::env::var("BRAID_SIM_TRACE").is_ok_and(|v| v == "2");
+    let mut steer = |now: u64, views: &[FlowView]| {
+        let t = now as f64 / 1e9;
+        let mut asked = Vec::new();
+        for k in 0..sessions {
+            if now < due[k] {
+                continue;
+            }
+            let mine = &views[k * MOST..(k + 1) * MOST];
+            moved[k].push((t, mine.iter().map(|v| v.delivered).sum()));
+            let a = &mut autos[k];
+            let before = a.phase().name();
+            let since = Duration::from_nanos(now - start(k));
+            for s in a.tick(since, &stream_views(mine)) {
+                match s {
+                    Steering::Streams(n) => asked
+                        .extend((0..MOST).map(|i| SimSteering::Carry(k * MOST + i, i < n.max(1)))),
+                    Steering::Pace(i, rate) => asked.push(SimSteering::Pace(k * MOST + i, rate)),
+                    Steering::Control(..) => {}
+                }
+            }
+            if ticks {
+                let st = a.state().expect("auto tells its state");
+                let m = &moved[k];
+                let rate = (m.len() >= 2).then(|| {
+                    let (t0, n0) = m[m.len() - 2];
+                    (m[m.len() - 1].1 - n0) as f64 * MSS as f64 * 8.0 / (t - t0) / 1e6
+                });
+                eprintln!(
+                    "  [{k}] {t:7.2} s  {:6} n {:2}  queue {:6.1} ms  cap {:>7.1}  moved {:>7.1} Mb/s",
+                    a.phase().name(),
+                    a.streams(),
+                    st.queue_us.unwrap_or(0) as f64 / 1000.0,
+                    st.share_bps.map_or(f64::NAN, |b| b * 8.0 / 1e6),
+                    rate.unwrap_or(f64::NAN)
+                );
+            }
+            if trace && a.phase().name() != before {
+                let st = a.state().expect("auto tells its state");
+                eprintln!(
+                    "  [{k}] {t:7.2} s  {before} -> {}  streams {}  queue {:.1} ms  cap {:?} Mb/s",
+                    a.phase().name(),
+                    a.streams(),
+                    st.queue_us.unwrap_or(0) as f64 / 1000.0,
+                    st.share_bps.map(|b| (b * 8.0 / 1e6).round())
+                );
+            }
+            due[k] = now + a.interval().as_nanos() as u64;
+        }
+        let next = due
+            .iter()
+            .map(|d| d.saturating_sub(now))
+            .min()
+            .unwrap_or(u64::MAX);
+        (asked, next.max(1))
+    };
+    // Until its first tick a session's streams beyond auto's first do not carry.
+    let first = braid::auto::first_streams(MOST, 1);
+    let mut run = Run::new(cfg(link, rtt_ms), (rtt_ms / 2.0 * 1e6) as u64, &flows);
+    let parked: Vec<SimSteering> = (0..sessions)
+        .flat_map(|k| (first..MOST).map(move |i| SimSteering::Carry(k * MOST + i, false)))
+        .collect();
+    run.steer_now(&parked);
+    let outcome = run.measure_steered(from_s * S, to_s * S, 0, &mut steer);
+    Trace {
+        outcome,
+        moved,
+        streams: autos.iter().map(|a| a.streams()).collect(),
+    }
+}
+
+/// `flows` alone (the fixed methods) through the same path.
+pub fn fixed(link: &str, rtt_ms: f64, flows: &[Flow], from_s: u64, to_s: u64) -> Outcome {
+    Run::new(cfg(link, rtt_ms), (rtt_ms / 2.0 * 1e6) as u64, flows).measure(from_s * S, to_s * S)
+}
+
+/// The best of parallel-4 and parallel-16 of CUBIC beside `others`: the idle yardstick.
+pub fn best_parallel(link: &str, rtt_ms: f64, others: &[Flow], from_s: u64, to_s: u64) -> f64 {
+    [4usize, 16]
+        .into_iter()
+        .map(|n| {
+            let mut f = many(n, Flow::cubic());
+            f.extend(others.iter().map(|o| Flow {
+                start_ns: o.start_ns + 17 * MS,
+                ..*o
+            }));
+            fixed(link, rtt_ms, &f, from_s, to_s).mbps(0..n)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// One CUBIC stream beside `others`, as the `single` method runs.
+pub fn single(link: &str, rtt_ms: f64, others: &[Flow], from_s: u64, to_s: u64) -> f64 {
+    let mut f = vec![Flow::cubic()];
+    f.extend(others.iter().map(|o| Flow {
+        start_ns: o.start_ns + 17 * MS,
+        ..*o
+    }));
+    fixed(link, rtt_ms, &f, from_s, to_s).mbps(0..1)
+}
+
+/// The rate in Mb/s over each second.
+pub fn per_second(moved: &[(f64, u64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    let Some(&first) = moved.first() else {
+        return out;
+    };
+    let mut last = first;
+    for &(t, n) in moved {
+        if t.floor() > last.0.floor() {
+            out.push((
+                t,
+                (n - last.1) as f64 * MSS as f64 * 8.0 / (t - last.0) / 1e6,
+            ));
+            last = (t, n);
+        }
+    }
+    out
+}
+
+/// The mean of per-second rates in (lo, hi].
+pub fn mean_between(rates: &[(f64, f64)], lo: f64, hi: f64) -> f64 {
+    let r: Vec<f64> = rates
+        .iter()
+        .filter(|(t, _)| *t > lo && *t <= hi)
+        .map(|x| x.1)
+        .collect();
+    r.iter().sum::<f64>() / r.len().max(1) as f64
+}
+
+/// Seconds after `change` until the rate settled, as braidlab.metrics.settle_time
+/// judges it: from then to `end` every mean over the last 3 s lies within 10 % of
+/// the median over the phase's second half. Infinite if it never did.
+pub fn settle_s(rates: &[(f64, f64)], change: f64, end: f64) -> f64 {
+    let pts: Vec<(f64, f64)> = rates
+        .iter()
+        .copied()
+        .filter(|(t, _)| *t > change && *t <= end)
+        .collect();
+    let mut tail: Vec<f64> = pts
+        .iter()
+        .filter(|(t, _)| *t > (change + end) / 2.0)
+        .map(|(_, r)| *r)
+        .collect();
+    if tail.is_empty() {
+        return f64::INFINITY;
+    }
+    tail.sort_by(|a, b| a.total_cmp(b));
+    let settled = tail[tail.len() / 2];
+    let inside: Vec<bool> = pts
+        .iter()
+        .map(|(t, _)| {
+            let w: Vec<f64> = pts
+                .iter()
+                .filter(|(s, _)| s <= t && *s > t - 3.0 + 1e-9)
+                .map(|(_, r)| *r)
+                .collect();
+            let mean = w.iter().sum::<f64>() / w.len() as f64;
+            (mean - settled).abs() <= 0.1 * settled
+        })
+        .collect();
+    (0..pts.len())
+        .take_while(|&i| pts[pts.len() - 1].0 - pts[i].0 >= 3.0 - 1e-9)
+        .find(|&i| inside[i..].iter().all(|x| *x))
+        .map_or(f64::INFINITY, |i| pts[i].0 - change)
+}

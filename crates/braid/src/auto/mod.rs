@@ -1,0 +1,636 @@
+//! `--mode auto` (braid's default): streams of CUBIC, Linux's default
+//! congestion control (`session::auto_control`), as many as the path rewards while nobody else
+//! is on it, and as many as `--fair-share` ordinary flows once others are.
+//!
+//! Why: parallel streams help where random loss, not congestion, holds each
+//! stream below its share of the path (Hacker and Athey 2002: throughput
+//! grows with the streams up to a knee); once the bottleneck is congested, a
+//! stream more takes from whoever else is there. CUBIC streams fill a long
+//! fat path that Reno's one packet per round trip cannot (the problem seed
+//! 001 studies); and a group that is k ordinary CUBIC flows
+//! while others share the path moves what k ordinary transfers would move
+//! there, beside flows of any kind. Nothing here needs braid's eBPF
+//! controls: the steer changes how many streams carry and caps their rate
+//! (SO_MAX_PACING_RATE), which any user may do, so auto runs the same with
+//! and without root.
+//!
+//! The path's state comes from the streams' TCP_INFO (`path`): the base RTT
+//! and the queue above it, which *stands* above an eighth of the base RTT
+//! (4..16 ms, Linux HyStart's threshold) or half the deepest queue seen if
+//! the buffer is shallower (2 ms at least), and *rises* above half that (1
+//! ms at least); the group's delivered rate; how much that rate varies from
+//! one sample to the next. Durations count in base RTTs with floors in
+//! seconds, so a long path is given the round trips it needs (SETTLE 10,
+//! MEASURE 5, DRAIN 5, ASK 15, FREE 25).
+//!
+//! Whose queue it is, auto asks as Nimbus asks whether cross traffic is
+//! elastic: it caps the group a margin below what it moves (`Ask`). Flows
+//! that back off and grow back take that room and the queue stays; a queue
+//! of the group's own, or one a stiff source makes beside it, drains. While
+//! the group has the path (`Full`) its cap follows the room the path leaves,
+//! by the queue, so that a queue of its own never stands.
+//!
+//! | phase | streams | leaves when | to |
+//! |---|---|---|---|
+//! | `Start` | 2 (or `-n`, if fewer), uncapped | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
+//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE (the path is full, of the group or of others) | `Ask` |
+//! | | | the rate rose less than half of what a doubling of loss-limited streams gives (the knee), or `-n` is reached | `Full`, uncapped |
+//! | | | else | `Grow`, doubled |
+//! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
+//! | | | ... and the second time: others fill the path | `Fair` |
+//! | | | else, from `Grow` after a doubling that paid: the new streams' slow start | `Grow`, doubled |
+//! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin a tick) while none does, never more than a margin above what the group moves | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
+//! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled |
+//! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
+//!
+//! The margin is twice the rate's Allan deviation over its mean (a cap that
+//! far below what the path gives is clear of its own noise 95 % of the
+//! time), within 5..25 %.
+
+pub mod path;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::proto::steer::{Steer, SteerState, Steering, StreamView};
+use path::{Delay, Delivered, Spread};
+
+/// The first streams.
+const FIRST_STREAMS: usize = 2;
+/// A doubling of streams that each random loss holds below the path doubles
+/// what they move; one that brings less than half of that (a rate under 1.5
+/// times the one before) found the knee: the path, not the streams' losses,
+/// is the limit.
+const DOUBLING_WORTH: f64 = 1.5;
+/// The margin below what the path gives, as a multiple of the rate's
+/// coefficient of variation (about 95 % of a normal's mass), and its bounds.
+const MARGIN_CV: f64 = 2.0;
+const MARGIN_MIN: f64 = 0.05;
+const MARGIN_MAX: f64 = 0.25;
+/// A stream taken out on an end that cannot close and dial streams (a
+/// sending server) is paced to a trickle instead: a few packets a second.
+const TRICKLE: u64 = 4 * 1448;
+
+/// Where auto is (see the module's table).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Phase {
+    Start,
+    Grow {
+        since: Duration,
+        before: Option<f64>,
+    },
+    Ask {
+        since: Duration,
+        from: Asking,
+        again: bool,
+    },
+    Full {
+        since: Duration,
+        /// Since when the group has moved less than its cap with no queue.
+        slack_since: Option<Duration>,
+        /// The most the group moved since a queue rose (None: none rises).
+        peak: Option<f64>,
+        /// The cap's last step up, a fraction (0: it did not climb).
+        step: f64,
+    },
+    Fair {
+        since: Duration,
+        clear_since: Option<Duration>,
+    },
+}
+
+/// A tick's queue against the path's threshold (`path::Delay`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Queue {
+    Clear,
+    /// Above half the threshold: rising, or held low by a steer like auto's.
+    Rising,
+    Standing,
+}
+
+/// The phase an `Ask` was asked from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Asking {
+    /// From `Grow`, with the rate before its last doubling.
+    Grow(Option<f64>),
+    Full,
+}
+
+impl Phase {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Phase::Start => "start",
+            Phase::Grow { .. } => "grow",
+            Phase::Ask { .. } => "ask",
+            Phase::Full { .. } => "full",
+            Phase::Fair { .. } => "fair",
+        }
+    }
+}
+
+/// How long things take on a path whose base RTT is `r`.
+#[derive(Clone, Copy, Debug)]
+struct Times {
+    tick: Duration,
+    /// New streams' slow start.
+    settle: Duration,
+    /// A rate measured over.
+    measure: Duration,
+    /// An ask's length.
+    ask: Duration,
+    /// No queue this long while fair: the path has room again.
+    free: Duration,
+    /// A queue from before a change drains in this.
+    drain: Duration,
+}
+
+impl Times {
+    fn of(r: Duration) -> Times {
+        let rtts = |n: u32, floor_ms: u64| (r * n).max(Duration::from_millis(floor_ms));
+        Times {
+            tick: r.clamp(Duration::from_millis(100), Duration::from_millis(500)),
+            settle: rtts(10, 2000),
+            measure: rtts(5, 1000),
+            ask: rtts(15, 3000),
+            free: rtts(25, 5000),
+            drain: rtts(5, 1000),
+        }
+    }
+}
+
+pub struct Auto {
+    most: usize,
+    fair: usize,
+    dials: bool,
+    phase: Phase,
+    delay: Delay,
+    delivered: Delivered,
+    spread: Spread,
+    /// Streams that carry now.
+    n: usize,
+    /// How many the path needed while the group had it alone.
+    n_full: usize,
+    /// What the path gave the group, bytes a second, when a queue last
+    /// stood under it alone (or it probed higher without one).
+    capacity: Option<f64>,
+    /// The group's cap now, bytes a second.
+    cap: Option<f64>,
+    /// What the path gave the group when it last had the path alone.
+    alone: Option<f64>,
+    /// Each tick: when, how high the queue was against its threshold, and the queue in µs.
+    stood: VecDeque<(Duration, Queue, u32)>,
+    /// Each stream's cap as last told (None: none).
+    told: Vec<Option<u64>>,
+    told_n: usize,
+    now: Duration,
+    ticks: u64,
+    /// When the streams or their cap last changed: a rate over a span that
+    /// reaches back before it is of another group.
+    changed_at: Duration,
+}
+
+/// The streams auto starts with, of `most`, `fair` carrying while others share the path.
+pub fn first_streams(most: usize, fair: usize) -> usize {
+    let most = most.max(1);
+    FIRST_STREAMS.min(most).max(fair.clamp(1, most))
+}
+
+impl Auto {
+    /// `most` streams at the most (`-n`), `fair` while others share the
+    /// path (`--fair-share`, whole flows); `dials`: this end dials its
+    /// streams, so it can add and close them (else it paces the ones it
+    /// does not want to a trickle).
+    pub fn new(most: usize, fair: usize, dials: bool) -> Auto {
+        let n = first_streams(most, fair);
+        let most = most.max(1);
+        let fair = fair.clamp(1, most);
+        Auto {
+            most,
+            fair,
+            dials,
+            phase: Phase::Start,
+            delay: Delay::default(),
+            delivered: Delivered::new(Duration::from_secs(60)),
+            spread: Spread::new(20),
+            n,
+            n_full: n,
+            capacity: None,
+            cap: None,
+            alone: None,
+            stood: VecDeque::new(),
+            told: Vec::new(),
+            told_n: usize::MAX,
+            now: Duration::ZERO,
+            ticks: 0,
+            changed_at: Duration::ZERO,
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Streams carrying now.
+    pub fn streams(&self) -> usize {
+        self.n
+    }
+
+    fn times(&self) -> Times {
+        Times::of(self.delay.base().unwrap_or(Duration::from_millis(100)))
+    }
+
+    fn margin(&self) -> f64 {
+        self.spread.cv().map_or(MARGIN_MAX, |cv| {
+            (MARGIN_CV * cv).clamp(MARGIN_MIN, MARGIN_MAX)
+        })
+    }
+
+    /// The group's rate over the last `span`, or over what of it has passed
+    /// since the streams or their cap changed, if that is a few ticks at least.
+    fn clean_rate(&self, span: Duration) -> Option<f64> {
+        let since = self.now.saturating_sub(self.changed_at);
+        (since >= 3 * self.times().tick).then(|| self.delivered.rate(span.min(since)))?
+    }
+
+    /// The share of ticks since `from` at which the queue was at `level` or higher.
+    fn share_at_least(&self, from: Duration, level: Queue) -> f64 {
+        let ticks: Vec<bool> = self
+            .stood
+            .iter()
+            .filter(|(t, _, _)| *t >= from)
+            .map(|(_, q, _)| *q >= level)
+            .collect();
+        if ticks.is_empty() {
+            return 0.0;
+        }
+        ticks.iter().filter(|s| **s).count() as f64 / ticks.len() as f64
+    }
+
+    /// A queue above half the threshold at every tick since `from` (two at
+    /// least), and no lower at the last than at the first of them.
+    fn stood_through(&self, from: Duration) -> bool {
+        let ticks: Vec<(Queue, u32)> = self
+            .stood
+            .iter()
+            .filter(|(t, _, _)| *t >= from)
+            .map(|(_, q, us)| (*q, *us))
+            .collect();
+        ticks.len() >= 2
+            && ticks.iter().all(|(q, _)| *q >= Queue::Rising)
+            && ticks.last().map(|x| x.1) >= ticks.first().map(|x| x.1)
+    }
+
+    /// A queue stood at this tick and the one before.
+    fn standing_now(&self) -> bool {
+        self.stood.len() >= 2
+            && self
+                .stood
+                .iter()
+                .rev()
+                .take(2)
+                .all(|(_, q, _)| *q == Queue::Standing)
+    }
+
+    /// The phase after this tick (the one transition function).
+    fn next(&mut self, streams: &[StreamView]) -> Phase {
+        let now = self.now;
+        let t = self.times();
+        let rate = self.clean_rate(t.measure);
+        let m = self.margin();
+        match self.phase {
+            Phase::Start => {
+                let out_of_slow_start = streams
+                    .iter()
+                    .filter_map(|s| s.info.as_ref())
+                    .any(|i| i.ssthresh < i32::MAX as u32);
+                if out_of_slow_start || self.standing_now() || now >= t.settle {
+                    Phase::Grow {
+                        since: now,
+                        before: None,
+                    }
+                } else {
+                    Phase::Start
+                }
+            }
+            Phase::Grow { since, before } => {
+                if now < since + t.settle + t.measure {
+                    return self.phase;
+                }
+                let Some(r) = rate else { return self.phase };
+                self.n_full = self.n;
+                if self.share_at_least(now.saturating_sub(t.measure), Queue::Rising) >= 0.5 {
+                    // The path is full, of the group or of others too (an AQM holds
+                    // the queue of a full path low: half the threshold is enough).
+                    self.capacity = Some(r);
+                    return self.ask(Asking::Grow(before), r, m);
+                }
+                let knee = before.is_some_and(|b| r < DOUBLING_WORTH * b);
+                if knee || self.n >= self.most {
+                    // The streams, not the path, hold the rate: no cap to keep a queue off.
+                    self.capacity = Some(r);
+                    self.alone = Some(r);
+                    self.cap = None;
+                    return Phase::Full {
+                        since: now,
+                        slack_since: None,
+                        peak: None,
+                        step: 0.0,
+                    };
+                }
+                self.n = (self.n * 2).min(self.most);
+                Phase::Grow {
+                    since: now,
+                    before: Some(r),
+                }
+            }
+            Phase::Ask { since, from, again } => {
+                if now < since + t.ask {
+                    return self.phase;
+                }
+                // Held at half the threshold or more: a second auto keeps a queue
+                // that low while it follows the room it is given, as this one does.
+                let held = self.share_at_least(since + t.ask / 2, Queue::Rising) >= 0.5;
+                let moved = self.clean_rate(t.ask / 2);
+                if let (true, false, Some(r), Some(cap)) = (held, again, moved, self.cap) {
+                    // Held once: asked again, a margin below what the group moved
+                    // (or below its cap, if the path gave it less: then the cap asked
+                    // nothing). Flows that back off take that room too; a stiff
+                    // source that rose through one ask rarely rises through two.
+                    self.cap = Some(r.min(cap) * (1.0 - m));
+                    return Phase::Ask {
+                        since: now,
+                        from,
+                        again: true,
+                    };
+                }
+                if held {
+                    // The room was taken: flows that back off share the path.
+                    self.n = self.fair;
+                    self.cap = None;
+                    return Phase::Fair {
+                        since: now,
+                        clear_since: None,
+                    };
+                }
+                match from {
+                    Asking::Grow(before) => {
+                        // The group's own queue. If the doubling that raised it paid
+                        // as loss-limited streams' does, the queue was new streams'
+                        // slow start: double again.
+                        let r = self.capacity.unwrap_or(0.0);
+                        if before.is_none_or(|b| r >= DOUBLING_WORTH * b) && self.n < self.most {
+                            self.n = (self.n * 2).min(self.most);
+                            self.cap = None;
+                            return Phase::Grow {
+                                since: now,
+                                before: Some(r),
+                            };
+                        }
+                        self.cap = self.capacity.map(|c| c * (1.0 - m));
+                        self.alone = self.capacity;
+                    }
+                    Asking::Full => {
+                        self.cap = self.capacity.map(|c| c * (1.0 - m));
+                        self.alone = self.capacity;
+                    }
+                }
+                Phase::Full {
+                    since: now,
+                    slack_since: None,
+                    peak: None,
+                    step: 0.0,
+                }
+            }
+            Phase::Full {
+                since,
+                slack_since,
+                peak,
+                step,
+            } => {
+                // A queue that rose and did not fall through a drain's time: the
+                // cap's step down would have let it go.
+                if self.stood_through(now.saturating_sub(t.drain)) && now >= since + t.drain {
+                    // Someone came, or the path gives less: what the group moves since
+                    // the queue rose is what the path gives it now.
+                    let recent = self.clean_rate(3 * t.tick);
+                    let Some(r) = recent.or(rate).or(self.cap).or(self.capacity) else {
+                        return self.phase;
+                    };
+                    self.capacity = Some(r);
+                    return self.ask(Asking::Full, r, m);
+                }
+                let Some(cap) = self.cap else {
+                    return self.phase;
+                };
+                // The cap follows the room the path leaves, by the queue. While a
+                // queue rises the bottleneck is busy and what the group moves is
+                // what the path gives it: the cap goes half a margin below the most
+                // it moved since, and stays while the queue drains. With no queue it
+                // climbs, an eighth of a margin at the first tick (well inside the
+                // margin, so that the queue's answer, a round trip or two late,
+                // finds it at most a margin above) and twice the step at each
+                // tick after, to a margin (room that opened wide is taken in a few
+                // ticks); never more than a margin above what the group moves (a
+                // cap far above that asks nothing).
+                let queue = Duration::from_micros(self.delay.queue_us as u64);
+                let rising = queue > (self.delay.threshold() / 2).max(path::NOISE);
+                let recent = self.clean_rate(3 * t.tick);
+                let ceiling = recent.map(|r| r * (1.0 + m));
+                let at_ceiling = ceiling.is_some_and(|c| cap >= c);
+                let (peak, step) = if rising {
+                    let p = recent.map_or(peak, |r| Some(peak.map_or(r, |p: f64| p.max(r))));
+                    if let Some(p) = p {
+                        self.cap = Some(cap.min(p * (1.0 - m / 2.0)));
+                    }
+                    (p, 0.0)
+                } else {
+                    self.alone = recent
+                        .map(|r| r.max(self.alone.unwrap_or(0.0)))
+                        .or(self.alone);
+                    let step = if step == 0.0 {
+                        m / 8.0
+                    } else {
+                        (2.0 * step).min(m)
+                    };
+                    if let Some(c) = ceiling {
+                        self.cap = Some((cap * (1.0 + step)).min(c).max(cap.min(c)));
+                    }
+                    (None, step)
+                };
+                let slack_since = if !rising && at_ceiling {
+                    slack_since.or(Some(now))
+                } else {
+                    None
+                };
+                match slack_since {
+                    Some(s) if now >= s + t.measure && self.n < self.most => {
+                        // No queue, and the group moves a margin less than its cap: the
+                        // streams, not the path, hold the rate. More streams.
+                        self.cap = None;
+                        self.n = (self.n * 2).min(self.most);
+                        Phase::Grow {
+                            since: now,
+                            before: rate,
+                        }
+                    }
+                    _ => Phase::Full {
+                        since,
+                        slack_since,
+                        peak,
+                        step,
+                    },
+                }
+            }
+            Phase::Fair { since, clear_since } => {
+                let standing = self
+                    .stood
+                    .back()
+                    .is_some_and(|(_, q, _)| *q == Queue::Standing);
+                // The room the group left takes the others a FREE to grow into.
+                let settled = now >= since + t.free;
+                let alone = self
+                    .alone
+                    .is_some_and(|a| rate.is_some_and(|r| r >= a * (1.0 - m)));
+                if settled && alone {
+                    // The fair streams move what the group moved alone: nobody is beside them.
+                    return self.regrow();
+                }
+                match clear_since {
+                    _ if standing || !settled => Phase::Fair {
+                        since,
+                        clear_since: None,
+                    },
+                    None => Phase::Fair {
+                        since,
+                        clear_since: Some(now),
+                    },
+                    // Room again: the others left, or are held elsewhere.
+                    Some(c) if now >= c + t.free => self.regrow(),
+                    Some(_) => self.phase,
+                }
+            }
+        }
+    }
+
+    /// Back from `Fair` to the streams the path needed alone, to grow from there.
+    fn regrow(&mut self) -> Phase {
+        self.n = self.n_full.max(self.fair);
+        self.cap = None;
+        Phase::Grow {
+            since: self.now,
+            before: None,
+        }
+    }
+
+    /// Caps the group the margin `m` below `rate` to see who takes the room.
+    fn ask(&mut self, from: Asking, rate: f64, m: f64) -> Phase {
+        self.cap = Some(rate * (1.0 - m));
+        Phase::Ask {
+            since: self.now,
+            from,
+            again: false,
+        }
+    }
+
+    /// What the streams must be told for the phase: how many carry, and each one's cap.
+    fn steerings(&mut self, streams: &[StreamView]) -> Vec<Steering> {
+        let mut out = Vec::new();
+        if self.dials && self.n != self.told_n {
+            out.push(Steering::Streams(self.n));
+        }
+        self.told_n = self.n;
+        let total = streams.len().max(self.most);
+        if self.told.len() < total {
+            self.told.resize(total, None);
+        }
+        let per = self.cap.map(|c| (c / self.n as f64).max(1.0) as u64);
+        for i in 0..total {
+            let want = if i < self.n {
+                per
+            } else if self.dials {
+                // Closed: nothing to cap.
+                None
+            } else {
+                Some(TRICKLE)
+            };
+            let differs = match (want, self.told[i]) {
+                (Some(a), Some(b)) => (a as f64 - b as f64).abs() > 0.02 * b as f64,
+                (a, b) => a.is_some() != b.is_some(),
+            };
+            let live = streams.get(i).is_some_and(|s| s.info.is_some());
+            if differs && (live || want.is_none()) {
+                out.push(Steering::Pace(i, want));
+                self.told[i] = want;
+            }
+        }
+        out
+    }
+}
+
+impl Steer for Auto {
+    fn interval(&self) -> Duration {
+        self.times().tick
+    }
+
+    fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
+        self.now = elapsed;
+        self.delay.note(streams);
+        self.delivered.note(elapsed, streams);
+        let standing = self.delay.standing();
+        let level = if standing {
+            Queue::Standing
+        } else if Duration::from_micros(self.delay.queue_us as u64)
+            > (self.delay.threshold() / 2).max(path::NOISE)
+        {
+            Queue::Rising
+        } else {
+            Queue::Clear
+        };
+        self.stood.push_back((elapsed, level, self.delay.queue_us));
+        while self
+            .stood
+            .front()
+            .is_some_and(|(t, _, _)| elapsed.saturating_sub(*t) > Duration::from_secs(120))
+        {
+            self.stood.pop_front();
+        }
+        // The spread at the scale auto's rules read the rate: three ticks, one
+        // sample per three (samples that share ticks would hide the noise).
+        self.ticks += 1;
+        if self.ticks % 3 == 0 {
+            if let Some(r) = self.delivered.rate(3 * self.times().tick) {
+                self.spread.note(r);
+            }
+        }
+        let before = (self.n, self.cap, self.phase.name());
+        self.phase = self.next(streams);
+        // The cap's steps while it follows the path (in `Full`) leave the group
+        // what it was; another number of streams, or another phase's cap, do not.
+        if (self.n, self.phase.name()) != (before.0, before.2)
+            || (self.cap.is_some() != before.1.is_some())
+            || (before.2 != "full" && self.cap != before.1)
+        {
+            self.changed_at = elapsed;
+        }
+        self.steerings(streams)
+    }
+
+    fn state(&self) -> Option<SteerState> {
+        Some(SteerState {
+            strength: None,
+            queue_us: Some(self.delay.queue_us),
+            utility: None,
+            shared: match self.phase {
+                Phase::Fair { .. } => Some(true),
+                Phase::Full { .. } => Some(false),
+                _ => None,
+            },
+            share_bps: self.cap,
+            phase: Some(self.phase.name()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,315 @@
+//! What auto knows of the path, from its streams' TCP_INFO on each tick:
+//! pure estimators, each with its own tests.
+//!
+//! - [`Delay`]: the propagation delay (the smallest RTT any stream saw) and
+//!   the queue (the streams' median smoothed RTT above it); a queue
+//!   *stands* when it is above the threshold Linux's HyStart uses to call a
+//!   queue grown (an eighth of the base RTT, within 4..16 ms), or above half
+//!   the deepest queue seen, if that is less (a buffer shallower than
+//!   HyStart's threshold never holds that much), and never below 2 ms.
+//! - [`Delivered`]: the group's payload acknowledged, summed over streams
+//!   whose connections may be replaced (a new connection's counter starts
+//!   at zero), and its rate over a span of ticks.
+//! - [`Spread`]: how much the group's rate varies from tick to tick, as a
+//!   coefficient of variation: how far below what it measures a cap must be
+//!   to stay clear of the path's own noise.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::proto::steer::StreamView;
+
+/// HyStart's queue threshold: base / 8, within these (Linux tcp_cubic.c).
+const STANDING_MIN: Duration = Duration::from_millis(4);
+const STANDING_MAX: Duration = Duration::from_millis(16);
+/// Below this a smoothed RTT's rise is a host's scheduling and a link's
+/// jitter, not a queue.
+pub const NOISE: Duration = Duration::from_millis(1);
+/// A standing queue is twice the noise at least.
+const STANDING_FLOOR: Duration = Duration::from_millis(2);
+
+/// The base RTT and the queue above it.
+#[derive(Clone, Debug, Default)]
+pub struct Delay {
+    base_us: Option<u32>,
+    /// The queue at the last tick, µs.
+    pub queue_us: u32,
+    /// The deepest queue seen before the last tick, µs: what the
+    /// bottleneck's buffer holds, at least.
+    deepest_us: u32,
+    /// The threshold at the last tick.
+    threshold: Duration,
+}
+
+impl Delay {
+    /// Reads one tick's streams: the base RTT can only fall.
+    pub fn note(&mut self, streams: &[StreamView]) {
+        let carrying: Vec<_> = streams
+            .iter()
+            .filter(|s| s.wanted)
+            .filter_map(|s| s.info.as_ref())
+            .filter(|i| i.srtt_us > 0)
+            .collect();
+        for i in &carrying {
+            let m = if i.min_rtt_us > 0 {
+                i.min_rtt_us
+            } else {
+                i.srtt_us
+            };
+            self.base_us = Some(self.base_us.map_or(m, |b| b.min(m)));
+        }
+        let Some(base) = self.base_us else { return };
+        let mut srtt: Vec<u32> = carrying.iter().map(|i| i.srtt_us).collect();
+        if srtt.is_empty() {
+            return;
+        }
+        srtt.sort_unstable();
+        self.queue_us = srtt[srtt.len() / 2].saturating_sub(base);
+        // Against what was seen before: a queue is not measured by itself.
+        self.threshold = self.threshold_now();
+        self.deepest_us = self.deepest_us.max(self.queue_us);
+    }
+
+    fn threshold_now(&self) -> Duration {
+        let hystart =
+            (self.base().unwrap_or(STANDING_MIN * 8) / 8).clamp(STANDING_MIN, STANDING_MAX);
+        if self.deepest_us == 0 {
+            return hystart;
+        }
+        let half_deepest = Duration::from_micros(self.deepest_us as u64 / 2);
+        hystart.min(half_deepest.max(STANDING_FLOOR))
+    }
+
+    pub fn base(&self) -> Option<Duration> {
+        self.base_us.map(|b| Duration::from_micros(b as u64))
+    }
+
+    /// The queue above which it stands, for this path (at the last tick).
+    pub fn threshold(&self) -> Duration {
+        if self.threshold.is_zero() {
+            self.threshold_now()
+        } else {
+            self.threshold
+        }
+    }
+
+    /// Whether a queue stands at the last tick.
+    pub fn standing(&self) -> bool {
+        self.base_us.is_some() && Duration::from_micros(self.queue_us as u64) > self.threshold()
+    }
+}
+
+/// The group's payload acknowledged, through replaced connections.
+#[derive(Clone, Debug, Default)]
+pub struct Delivered {
+    /// Per stream: what its current connection had acknowledged last tick.
+    last: Vec<u64>,
+    total: u64,
+    /// (elapsed, total) at each tick of the last spans asked for.
+    history: VecDeque<(Duration, u64)>,
+    keep: Duration,
+}
+
+impl Delivered {
+    /// Keeps enough ticks to answer for spans up to `keep`.
+    pub fn new(keep: Duration) -> Self {
+        Delivered {
+            keep,
+            ..Default::default()
+        }
+    }
+
+    pub fn note(&mut self, now: Duration, streams: &[StreamView]) {
+        for s in streams {
+            if self.last.len() <= s.stream {
+                self.last.resize(s.stream + 1, 0);
+            }
+            let Some(info) = &s.info else { continue };
+            let acked = info.bytes_acked;
+            let before = self.last[s.stream];
+            // A counter that went down is a new connection's: all it says is new.
+            self.total += if acked >= before {
+                acked - before
+            } else {
+                acked
+            };
+            self.last[s.stream] = acked;
+        }
+        self.history.push_back((now, self.total));
+        while self
+            .history
+            .front()
+            .is_some_and(|(t, _)| now.saturating_sub(*t) > self.keep)
+        {
+            self.history.pop_front();
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Bytes per second over the last `span` (or as much of it as is known).
+    pub fn rate(&self, span: Duration) -> Option<f64> {
+        let &(now, total) = self.history.back()?;
+        let &(then, before) = self
+            .history
+            .iter()
+            .find(|(t, _)| now.saturating_sub(*t) <= span)?;
+        let secs = (now - then).as_secs_f64();
+        (secs > 0.0).then(|| (total - before) as f64 / secs)
+    }
+}
+
+/// How much a rate varies from one sample to the next, over its mean: the
+/// Allan deviation (half the mean square of successive differences, rooted),
+/// which a slow drift of the rate (a source beside it that varies, a cap that
+/// follows the path) leaves out, where a standard deviation would count it.
+#[derive(Clone, Debug)]
+pub struct Spread {
+    samples: VecDeque<f64>,
+    keep: usize,
+}
+
+impl Spread {
+    pub fn new(keep: usize) -> Self {
+        Spread {
+            samples: VecDeque::new(),
+            keep,
+        }
+    }
+
+    pub fn note(&mut self, rate: f64) {
+        self.samples.push_back(rate);
+        if self.samples.len() > self.keep {
+            self.samples.pop_front();
+        }
+    }
+
+    /// The Allan deviation over the mean; None until there are a few samples.
+    pub fn cv(&self) -> Option<f64> {
+        if self.samples.len() < 4 {
+            return None;
+        }
+        let n = self.samples.len() as f64;
+        let mean = self.samples.iter().sum::<f64>() / n;
+        if mean <= 0.0 {
+            return None;
+        }
+        let (a, b) = self.samples.as_slices();
+        let all: Vec<f64> = a.iter().chain(b).copied().collect();
+        let sq: f64 = all.windows(2).map(|w| (w[1] - w[0]).powi(2)).sum();
+        Some((sq / (2.0 * (n - 1.0))).sqrt() / mean)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_cc::TcpInfo;
+
+    pub(crate) fn view(stream: usize, srtt_ms: f64, min_ms: f64, acked: u64) -> StreamView {
+        StreamView {
+            stream,
+            wanted: true,
+            bytes: acked,
+            info: Some(TcpInfo {
+                srtt_us: (srtt_ms * 1000.0) as u32,
+                min_rtt_us: (min_ms * 1000.0) as u32,
+                bytes_acked: acked,
+                mss: 1448,
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn a_queue_stands_above_an_eighth_of_the_base_rtt_within_4_to_16_ms() {
+        for (base, queue, stands) in [
+            (10.0, 3.9, false),
+            (10.0, 4.1, true),
+            (80.0, 9.9, false),
+            (80.0, 10.1, true),
+            (200.0, 15.9, false),
+            (200.0, 16.1, true),
+        ] {
+            let mut d = Delay::default();
+            d.note(&[view(0, base, base, 0)]);
+            // A buffer seen to hold 50 ms.
+            d.note(&[view(0, base + 50.0, base, 0)]);
+            d.note(&[
+                view(0, base + queue, base, 0),
+                view(1, base + queue, base + 1.0, 0),
+            ]);
+            assert_eq!(d.standing(), stands, "base {base} ms, queue {queue} ms");
+        }
+        // A buffer seen to hold no more than 5 ms: half of that stands.
+        let mut d = Delay::default();
+        d.note(&[view(0, 40.0, 40.0, 0)]);
+        d.note(&[view(0, 45.0, 40.0, 0)]);
+        d.note(&[view(0, 42.6, 40.0, 0)]);
+        assert!(d.standing());
+        d.note(&[view(0, 42.4, 40.0, 0)]);
+        assert!(!d.standing());
+        // Never below two milliseconds.
+        let mut d = Delay::default();
+        d.note(&[view(0, 40.0, 40.0, 0)]);
+        d.note(&[view(0, 41.0, 40.0, 0)]);
+        d.note(&[view(0, 41.9, 40.0, 0)]);
+        assert!(!d.standing());
+        // The median stream's: one stream's spike is no queue.
+        let mut d = Delay::default();
+        d.note(&[
+            view(0, 50.0, 40.0, 0),
+            view(1, 41.0, 40.0, 0),
+            view(2, 41.0, 40.0, 0),
+        ]);
+        assert!(!d.standing());
+    }
+
+    #[test]
+    fn delivered_bytes_go_on_through_a_new_connection() {
+        let ms = Duration::from_millis;
+        let mut d = Delivered::new(Duration::from_secs(10));
+        d.note(
+            ms(0),
+            &[view(0, 10.0, 10.0, 1000), view(1, 10.0, 10.0, 500)],
+        );
+        d.note(
+            ms(1000),
+            &[view(0, 10.0, 10.0, 3000), view(1, 10.0, 10.0, 1500)],
+        );
+        // Stream 1 connects again: its counter starts from zero.
+        d.note(
+            ms(2000),
+            &[view(0, 10.0, 10.0, 5000), view(1, 10.0, 10.0, 400)],
+        );
+        assert_eq!(d.total(), 5000 + 1500 + 400);
+        assert_eq!(d.rate(ms(1000)), Some(2400.0));
+        assert_eq!(d.rate(ms(2000)), Some((6900.0 - 1500.0) / 2.0));
+    }
+
+    #[test]
+    fn the_spread_is_the_rates_allan_deviation_over_its_mean() {
+        let mut s = Spread::new(8);
+        for _ in 0..3 {
+            s.note(100.0);
+        }
+        assert_eq!(s.cv(), None, "too few samples");
+        s.note(100.0);
+        assert_eq!(s.cv(), Some(0.0));
+        // Noise from sample to sample: +-10 around 100.
+        for x in [90.0, 110.0, 90.0, 110.0] {
+            s.note(x);
+        }
+        let noise = s.cv().unwrap();
+        assert!((0.08..0.11).contains(&noise), "{noise}");
+        // A steady climb of the same spread is a drift, far less noise.
+        let mut s = Spread::new(8);
+        for x in [85.0, 90.0, 95.0, 100.0, 105.0, 110.0, 115.0, 120.0] {
+            s.note(x);
+        }
+        let drift = s.cv().unwrap();
+        assert!(drift < 0.4 * noise, "{drift}");
+    }
+}
