@@ -631,12 +631,6 @@ pub fn drive_sender(
                         "the receiver did not confirm the end".into(),
                     ));
                 }
-                if let (Some(t), Some(h)) = (tick.as_mut(), hooks.steer.as_mut()) {
-                    if now >= *t {
-                        *t = now + h.steer.interval();
-                        steer(h, shared, now - start, notes)?;
-                    }
-                }
             }
             Ok(Event::Wake) => {}
             Ok(Event::Hashed(f, h)) => shared.with_core(|c| c.on_hashed(f, h)),
@@ -659,6 +653,14 @@ pub fn drive_sender(
                     }
                     shared.with_core(|c| c.fail(e));
                 }
+            }
+        }
+        // After any event, not only when none came: on a fast path the
+        // streams' wakes can keep the channel busy past every tick.
+        if let (Some(t), Some(h)) = (tick.as_mut(), hooks.steer.as_mut()) {
+            if now >= *t {
+                *t = now + h.steer.interval();
+                steer(h, shared, now - start, notes)?;
             }
         }
     }

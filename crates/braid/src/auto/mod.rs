@@ -42,6 +42,7 @@
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin a tick) while none does, never more than a margin above what the group moves | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
 //! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled |
+//! | | | uncapped (a knee) and no queue for FREE: the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
@@ -87,7 +88,8 @@ pub enum Phase {
     },
     Full {
         since: Duration,
-        /// Since when the group has moved less than its cap with no queue.
+        /// Since when the group has moved less than its cap with no queue
+        /// (uncapped: since when no queue has risen).
         slack_since: Option<Duration>,
         /// The most the group moved since a queue rose (None: none rises).
         peak: Option<f64>,
@@ -420,8 +422,32 @@ impl Auto {
                     self.capacity = Some(r);
                     return self.ask(Asking::Full, r, m);
                 }
+                let queue = Duration::from_micros(self.delay.queue_us as u64);
+                let rising = queue > (self.delay.threshold() / 2).max(path::NOISE);
                 let Some(cap) = self.cap else {
-                    return self.phase;
+                    // Uncapped, at a knee one doubling measured: but a path that holds
+                    // no queue for a FREE is not full, whatever a MEASURE of a few
+                    // sawteeth of loss-limited streams said. More streams.
+                    let slack_since = if rising {
+                        None
+                    } else {
+                        slack_since.or(Some(now))
+                    };
+                    return match slack_since {
+                        Some(s) if now >= s + t.free && self.n < self.most => {
+                            self.n = (self.n * 2).min(self.most);
+                            Phase::Grow {
+                                since: now,
+                                before: rate,
+                            }
+                        }
+                        _ => Phase::Full {
+                            since,
+                            slack_since,
+                            peak,
+                            step,
+                        },
+                    };
                 };
                 // The cap follows the room the path leaves, by the queue. While a
                 // queue rises the bottleneck is busy and what the group moves is
@@ -433,8 +459,6 @@ impl Auto {
                 // tick after, to a margin (room that opened wide is taken in a few
                 // ticks); never more than a margin above what the group moves (a
                 // cap far above that asks nothing).
-                let queue = Duration::from_micros(self.delay.queue_us as u64);
-                let rising = queue > (self.delay.threshold() / 2).max(path::NOISE);
                 let recent = self.clean_rate(3 * t.tick);
                 let ceiling = recent.map(|r| r * (1.0 + m));
                 let at_ceiling = ceiling.is_some_and(|c| cap >= c);

@@ -172,6 +172,25 @@ fn a_path_two_streams_fill_is_left_at_the_first_doubling_that_bought_nothing_cap
 }
 
 #[test]
+fn a_knee_that_one_doubling_measured_wrongly_is_left_when_no_queue_comes() {
+    // 100 MB/s, each stream held to 5 MB/s by random loss; while the first four
+    // streams are measured, their losses hold them to half that (a sawtooth's
+    // trough): the doubling looks as if it bought nothing.
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    let mut knee_at = None;
+    run(&mut a, &mut p, secs(90), |now, p, phase| {
+        let trough = matches!(phase, Phase::Grow { .. }) && p.carrying == 4;
+        p.per_stream = if trough { 2.5 * MB } else { 5.0 * MB };
+        if knee_at.is_none() && matches!(phase, Phase::Full { .. }) && p.carrying == 4 {
+            knee_at = Some(now);
+        }
+    });
+    assert!(knee_at.is_some(), "the doubling was measured in its trough");
+    assert!(a.streams() >= 16, "{}", a.streams());
+}
+
+#[test]
 fn where_others_fill_the_path_it_is_one_ordinary_flow() {
     let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
