@@ -461,7 +461,10 @@ impl Auto {
                 // cap far above that asks nothing).
                 let recent = self.clean_rate(3 * t.tick);
                 let ceiling = recent.map(|r| r * (1.0 + m));
-                let at_ceiling = ceiling.is_some_and(|c| cap >= c);
+                // At its ceiling: half a margin above what the group moves at least,
+                // so that the rate's own noise (within a margin) does not hide the
+                // slack from one tick to the next.
+                let at_ceiling = recent.is_some_and(|r| cap >= r * (1.0 + m / 2.0));
                 let (peak, step) = if rising {
                     let p = recent.map_or(peak, |r| Some(peak.map_or(r, |p: f64| p.max(r))));
                     if let Some(p) = p {

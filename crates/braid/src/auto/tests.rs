@@ -191,6 +191,23 @@ fn a_knee_that_one_doubling_measured_wrongly_is_left_when_no_queue_comes() {
 }
 
 #[test]
+fn a_capped_group_whose_streams_the_losses_hold_below_the_cap_adds_streams_through_noise() {
+    // Two streams fill 100 MB/s at first: auto is capped at the path's edge.
+    // Then random loss holds each stream to 5 MB/s, give or take a tenth from
+    // one tick to the next: the cap does not hold the group, the losses do.
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    let mut tick = 0u32;
+    run(&mut a, &mut p, secs(120), |now, p, _| {
+        tick += 1;
+        if now >= secs(40) {
+            p.per_stream = if tick % 2 == 0 { 4.5 * MB } else { 5.5 * MB };
+        }
+    });
+    assert!(a.streams() >= 16, "{}", a.streams());
+}
+
+#[test]
 fn where_others_fill_the_path_it_is_one_ordinary_flow() {
     let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
