@@ -71,13 +71,18 @@ def test_udp_at_1_2x_gets_the_configured_rate(record):
     with LinkPath("rate 100mbit delay 10ms limit 1000", "delay 10ms", tag="rate") as p:
         _, srv = _iperf_udp(p, "120M", 1400, 10)
         stats = p.stats()
-    # The receiver's one-second intervals, less the first and last (start-up and the tail).
+    # The receiver's one-second intervals, less the first and last (start-up and the tail). Their
+    # median is the link's rate: a second in which the receiving host fell behind (its socket
+    # buffer full on a busy machine) drops packets after the link, not in it, and pulls a mean down.
     steady = [i["sum"] for i in srv["intervals"][1:-1]]
-    got = sum(i["bytes"] for i in steady) * 8 / sum(i["seconds"] for i in steady)
+    rates = sorted(i["bytes"] * 8 / i["seconds"] for i in steady)
+    got = statistics.median(rates)
+    mean = sum(i["bytes"] for i in steady) * 8 / sum(i["seconds"] for i in steady)
     # iperf3 counts UDP payload: 1400 of each 1442-byte frame (14 Ethernet + 20 IP + 8 UDP).
     want = rate * 1400 / 1442
-    record(payload_mbps=round(got / 1e6, 3), expected_mbps=round(want / 1e6, 3),
-           dropped_by_queue=stats["ab"]["counters"]["dropped_queue"])
+    record(payload_mbps=round(got / 1e6, 3), mean_mbps=round(mean / 1e6, 3), expected_mbps=round(want / 1e6, 3),
+           seconds_mbps=[round(r / 1e6, 2) for r in rates], dropped_by_queue=stats["ab"]["counters"]["dropped_queue"])
+    assert len(rates) >= 7
     assert abs(got - want) / want < 0.01, f"received {got / 1e6:.2f} Mb/s, link gives {want / 1e6:.2f}"
     assert stats["ab"]["counters"]["dropped_queue"] > 0, "1.2x the rate never filled the queue"
 
