@@ -340,11 +340,7 @@ impl Auto {
                         step: 0.0,
                     };
                 }
-                self.n = (self.n * 2).min(self.most);
-                Phase::Grow {
-                    since: now,
-                    before: Some(r),
-                }
+                self.doubled(Some(r))
             }
             Phase::Ask { since, from, again } => {
                 if now < since + t.ask {
@@ -434,13 +430,7 @@ impl Auto {
                         slack_since.or(Some(now))
                     };
                     return match slack_since {
-                        Some(s) if now >= s + t.free && self.n < self.most => {
-                            self.n = (self.n * 2).min(self.most);
-                            Phase::Grow {
-                                since: now,
-                                before: rate,
-                            }
-                        }
+                        Some(s) if now >= s + t.free && self.n < self.most => self.doubled(rate),
                         _ => Phase::Full {
                             since,
                             slack_since,
@@ -495,11 +485,7 @@ impl Auto {
                         // No queue, and the group moves a margin less than its cap: the
                         // streams, not the path, hold the rate. More streams.
                         self.cap = None;
-                        self.n = (self.n * 2).min(self.most);
-                        Phase::Grow {
-                            since: now,
-                            before: rate,
-                        }
+                        self.doubled(rate)
                     }
                     _ => Phase::Full {
                         since,
@@ -537,6 +523,15 @@ impl Auto {
                     Some(_) => self.phase,
                 }
             }
+        }
+    }
+
+    /// Twice the streams (within `-n`), to see what they buy over `rate`.
+    fn doubled(&mut self, rate: Option<f64>) -> Phase {
+        self.n = (self.n * 2).min(self.most);
+        Phase::Grow {
+            since: self.now,
+            before: rate,
         }
     }
 
