@@ -246,6 +246,7 @@ class Plan:
     mss: float
     measured: bool
     c: float
+    control: str
     one_stream_bps: float | None
     knee: int
     modes: list[PlanMode]

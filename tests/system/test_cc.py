@@ -48,6 +48,11 @@ def _sockets_using_controls():
     return found
 
 
+def _as_nobody():
+    os.setgid(65534)
+    os.setuid(65534)
+
+
 def _uninstall_and_check_no_trace():
     braid.cc("uninstall")
     # Unregistering is synchronous: no new socket can pick a control from here on.
@@ -72,6 +77,10 @@ def test_install_registers_all_five_and_uninstall_leaves_no_trace(controls):
         assert braid.cc("install").startswith("already installed")
         status = braid.cc_status()
         assert status["installed"] and status["defaults"] == {"frac_cwnd": 100, "strength": 1.0}
+        # A user who is not root reads what the kernel's lists say, exit 0.
+        user = subprocess.run([braid.binary(), "cc", "status"], capture_output=True, text=True,
+                              preexec_fn=_as_nobody)
+        assert user.returncode == 0 and "installed" in user.stdout and "root" in user.stdout, user
 
         _uninstall_and_check_no_trace()
     finally:

@@ -61,12 +61,12 @@ pub fn run(cmd: CcCommand) -> Result<()> {
         CcCommand::Uninstall(p) => {
             let r = braid_cc::uninstall(&p.pin_dir)?;
             if r.unregistered.is_empty() && r.unpinned == 0 {
-                println!(
+                braid::outln!(
                     "nothing to remove: braid's controls were not installed in {}",
                     p.pin_dir.display()
                 );
             } else {
-                println!(
+                braid::outln!(
                     "unregistered {} ({} pins removed)",
                     r.unregistered.join(" "),
                     r.unpinned
@@ -82,10 +82,10 @@ pub fn run(cmd: CcCommand) -> Result<()> {
 fn install(p: &PinDir) -> Result<()> {
     match braid_cc::install(&p.pin_dir, Defaults::default())? {
         InstallReport::Installed { pin_dir } => {
-            println!("registered {} (pinned in {})", names(), pin_dir.display())
+            braid::outln!("registered {} (pinned in {})", names(), pin_dir.display())
         }
         InstallReport::AlreadyInstalled { pin_dir } => {
-            println!(
+            braid::outln!(
                 "already installed: {} (pinned in {})",
                 names(),
                 pin_dir.display()
@@ -123,7 +123,7 @@ fn set(a: SetArgs) -> Result<()> {
         d.strength = k;
     }
     controls.set_defaults(d)?;
-    println!(
+    braid::outln!(
         "defaults: frac_cwnd {} (virtual RTT x{:.4}), strength k {}",
         d.frac_cwnd,
         1000.0 / d.frac_cwnd as f64,
@@ -153,6 +153,10 @@ struct Status {
 }
 
 fn status(p: &PinDir, json: bool) -> Result<()> {
+    // The pins and maps are root's to read: a user is told what the kernel's
+    // lists say, and that the rest needs root, not an error.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     let available = braid_cc::available_controls()?;
     let allowed = braid_cc::allowed_controls()?;
     let pinned = braid_cc::installed_controls(&p.pin_dir);
@@ -166,8 +170,8 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
             summary: c.summary(),
         })
         .collect();
-    let installed = controls.iter().all(|c| c.pinned && c.registered);
-    let (defaults, repaired_windows, groups) = if pinned.is_empty() {
+    let installed = controls.iter().all(|c| c.registered && (c.pinned || !root));
+    let (defaults, repaired_windows, groups) = if pinned.is_empty() || !root {
         (None, None, Vec::new())
     } else {
         let ctl = Controls::open(&p.pin_dir).context("reading the pinned maps")?;
@@ -186,23 +190,25 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
         groups,
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&st)?);
+        braid::outln!("{}", serde_json::to_string_pretty(&st)?);
         return Ok(());
     }
-    let state = if st.installed {
+    let state = if st.installed && !root {
+        "installed (registered; their pins and settings are root's to read)"
+    } else if st.installed {
         "installed"
     } else if pinned.is_empty() {
         "not installed (run `braid cc install` as root)"
     } else {
         "partly installed (run `braid cc install` again)"
     };
-    println!(
+    braid::outln!(
         "braid congestion controls: {state}; pins in {}",
         st.pin_dir.display()
     );
     for c in &st.controls {
         let flag = |b: bool, yes: &'static str, no: &'static str| if b { yes } else { no };
-        println!(
+        braid::outln!(
             "  {:<12} {:<14} {:<11} {}",
             c.name,
             flag(c.registered, "registered", "unregistered"),
@@ -211,7 +217,7 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
         );
     }
     if let Some(d) = st.defaults {
-        println!(
+        braid::outln!(
             "defaults: frac_cwnd {} (virtual RTT x{:.4}), strength k {}",
             d.frac_cwnd,
             1000.0 / d.frac_cwnd as f64,
@@ -219,14 +225,16 @@ fn status(p: &PinDir, json: bool) -> Result<()> {
         );
     }
     if let Some(n) = st.repaired_windows.filter(|n| *n > 0) {
-        println!("windows out of bounds put back: {n} (see bpf/math/reno.h)");
+        braid::outln!("windows out of bounds put back: {n} (see bpf/math/reno.h)");
     }
-    if st.groups.is_empty() {
-        println!("TCP-P groups: none");
+    if !root && st.installed {
+        braid::outln!("TCP-P groups and settings: run as root to read them");
+    } else if st.groups.is_empty() {
+        braid::outln!("TCP-P groups: none");
     } else {
-        println!("TCP-P groups:");
+        braid::outln!("TCP-P groups:");
         for g in &st.groups {
-            println!(
+            braid::outln!(
                 "  {:<24} netns {:<6} N={:<3} k={:<5} cwnd sum {:<7} reductions {:<6} guarded {}",
                 g.key.to_string(),
                 g.netns,

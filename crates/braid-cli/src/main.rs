@@ -27,8 +27,10 @@ enum Command {
     #[command(subcommand)]
     Cc(cc::CcCommand),
     /// Sends files and directories to a braid server, striped over N streams.
+    #[command(override_usage = "braid send [OPTIONS] SOURCE... HOST[:PORT]:DEST")]
     Send(transfer::SendArgs),
     /// Fetches files and directories from a braid server.
+    #[command(override_usage = "braid get [OPTIONS] HOST[:PORT]:SOURCE [HOST:SOURCE...] DEST")]
     Get(transfer::GetArgs),
     /// Memory-to-memory throughput test against a braid server, like iperf3.
     Bench(transfer::BenchArgs),
@@ -46,7 +48,7 @@ fn main() -> ExitCode {
     let engine = |r: braid::Result<()>| match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("braid: {e}");
+            braid::errln!("braid: {e}");
             ExitCode::from(e.exit_code())
         }
     };
@@ -62,7 +64,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("braid: {e:#}");
+            braid::errln!("braid: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use braid::advice::{advise, PathFacts};
 use braid::client::{self, Config};
-use braid::model::{measured_knee, C_RANDOM};
+use braid::model::{measured_knee, Response, C_RANDOM};
 use braid::records::{self, Plan};
 use braid::session::SocketOptions;
 use braid::telemetry::{Output, Summary};
@@ -29,10 +29,13 @@ pub struct PlanArgs {
     /// Loss that is not congestion, per packet (1e-5, or 0.001%).
     #[arg(long, value_parser = parse_prob)]
     loss: Option<f64>,
+    /// The control of the streams to plan (and probe) for: cubic (what auto's streams run), reno or bbr.
+    #[arg(long, default_value = "cubic", value_parser = ["cubic", "reno", "bbr"])]
+    cc: String,
     /// TCP payload per packet, bytes.
     #[arg(long, default_value_t = 1448)]
     mss: u32,
-    /// Mathis' constant: 1.30 for Reno under random loss, 1.22 for periodic loss.
+    /// Mathis' constant (Reno's window, and CUBIC's Reno-friendly floor): 1.30 under random loss, 1.22 periodic.
     #[arg(long, default_value_t = C_RANDOM)]
     mathis_c: f64,
     /// Seconds of each probe.
@@ -49,7 +52,7 @@ pub struct PlanArgs {
     token_file: Option<PathBuf>,
 }
 
-/// One probe: `streams` Reno streams of `braid bench` for `seconds`.
+/// One probe: `streams` streams of `--cc` under `braid bench` for `seconds`.
 fn probe(host: &str, args: &PlanArgs, streams: u16) -> Result<Summary> {
     let remote = target::parse(host, false).map_err(Error::Usage)?;
     let token = crate::transfer::token(&args.token_file)?.ok_or_else(|| {
@@ -68,7 +71,7 @@ fn probe(host: &str, args: &PlanArgs, streams: u16) -> Result<Summary> {
                 Mode::Parallel
             },
             streams,
-            cc: "reno".into(),
+            cc: args.cc.clone(),
             frac_cwnd: 100,
             strength_milli: 1000,
             duration_ms: (args.time * 1000.0).round() as u32,
@@ -123,19 +126,19 @@ fn probed(host: &str, a: &PlanArgs) -> Result<(PathFacts, String)> {
         0.0
     };
     let rate = points.iter().map(|p| p.1).fold(0.0, f64::max) * 1e6;
+    let knee = measured_knee(&points, 0.9).unwrap_or(1);
     let seen: Vec<String> = points
         .iter()
         .map(|(n, m)| format!("{n}: {m:.1} Mb/s"))
         .collect();
     let note = format!(
         "probed {host} ({} s each): {}; the lone stream sent {} of {} segments again; min RTT {:.1} ms; \
-         measured knee (90 % of the best): {} stream(s)",
+         measured knee (90 % of the best): {knee} stream(s)",
         a.time,
         seen.join(", "),
         one.retransmits,
         one.data_segs_out,
         rtt_us as f64 / 1000.0,
-        measured_knee(&points, 0.9).unwrap_or(1)
     );
     Ok((
         PathFacts {
@@ -144,6 +147,7 @@ fn probed(host: &str, a: &PlanArgs) -> Result<(PathFacts, String)> {
             loss,
             mss_bytes: a.mss as f64,
             measured: true,
+            measured_knee: Some(knee),
         },
         note,
     ))
@@ -169,6 +173,7 @@ pub fn run(a: PlanArgs) -> Result<()> {
                     loss,
                     mss_bytes: a.mss as f64,
                     measured: false,
+                    measured_knee: None,
                 },
                 None,
             ),
@@ -180,7 +185,8 @@ pub fn run(a: PlanArgs) -> Result<()> {
                     .into(),
             )),
         };
-    let plan = advise(&path, a.mathis_c);
+    let control = Response::of(&a.cc).expect("clap keeps --cc to the controls modelled");
+    let plan = advise(&path, control, a.mathis_c);
     if a.json {
         records::print(&plan);
     } else {
@@ -191,9 +197,9 @@ pub fn run(a: PlanArgs) -> Result<()> {
 
 fn print_plan(p: &Plan, note: Option<&str>) {
     if let Some(n) = note {
-        println!("{n}");
+        braid::outln!("{n}");
     }
-    println!(
+    braid::outln!(
         "path: {:.1} Mb/s{}, RTT {:.1} ms, loss {:.1e}, MSS {} B ({})",
         p.rate_bps / 1e6,
         if p.measured { " or more" } else { "" },
@@ -203,25 +209,35 @@ fn print_plan(p: &Plan, note: Option<&str>) {
         if p.measured { "probed" } else { "given" }
     );
     match p.one_stream_bps {
-        Some(b) => println!(
-            "one Reno stream (Mathis, C = {:.2}): {:.1} Mb/s; the knee: {} stream(s)",
-            p.c,
+        Some(b) => braid::outln!(
+            "one {} stream ({}): {:.1} Mb/s; the knee: {} stream(s)",
+            p.control,
+            match p.control.as_str() {
+                "cubic" => format!("RFC 9438's response, Reno-friendly at C = {:.2}", p.c),
+                _ => format!("Mathis, C = {:.2}", p.c),
+            },
             b / 1e6,
             p.knee
         ),
-        None => println!("no loss: one stream is not held back by loss; the knee: 1 stream"),
+        None => braid::outln!(
+            "one {} stream is not held back by this loss; the knee: {} stream(s)",
+            p.control,
+            p.knee
+        ),
     }
-    println!("  {:<28} {:>7} {:>15}", "mode", "streams", "predicted Mb/s");
+    braid::outln!("  {:<28} {:>7} {:>15}", "mode", "streams", "predicted Mb/s");
     for m in &p.modes {
-        println!(
+        braid::outln!(
             "  {:<28} {:>7} {:>15.1}",
             m.mode,
             m.streams,
             m.predicted_bps / 1e6
         );
     }
-    println!(
+    braid::outln!(
         "recommended: --mode {} -n {}\n  because {}",
-        p.recommend_mode, p.recommend_streams, p.reason
+        p.recommend_mode,
+        p.recommend_streams,
+        p.reason
     );
 }

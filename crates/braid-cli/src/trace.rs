@@ -198,12 +198,12 @@ pub fn sink(a: SinkArgs) -> Result<()> {
             std::process::exit(0);
         });
     }
-    eprintln!("braid sink: listening on {}", listener.local_addr()?);
+    braid::errln!("braid sink: listening on {}", listener.local_addr()?);
     for conn in listener.incoming() {
         let mut conn = match conn {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("braid sink: accept: {e}");
+                braid::errln!("braid sink: accept: {e}");
                 continue;
             }
         };

@@ -337,7 +337,7 @@ fn sink(a: UdpSinkArgs) -> Result<()> {
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
     let sock: UdpSocket = sock.into();
     stop_on_signals();
-    eprintln!("braid traffic sink: listening on {}", sock.local_addr()?);
+    braid::errln!("braid traffic sink: listening on {}", sock.local_addr()?);
 
     let mut flows: BTreeMap<FlowKey, Tally> = BTreeMap::new();
     let mut malformed = 0u64;
@@ -458,7 +458,7 @@ fn flows(a: FlowsArgs) -> Result<()> {
                 }
                 Err(e) => {
                     failed.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("braid traffic flows: {e:#}");
+                    braid::errln!("braid traffic flows: {e:#}");
                 }
             }
         }));

@@ -55,7 +55,8 @@ pub struct SessionArgs {
     #[arg(short = 'n', long)]
     streams: Option<u16>,
     /// Control of every stream in single, parallel, falcon and auto mode (reno, cubic, bbr,
-    /// braid_stcp, braid_hstcp, braid_htcp) [default: the host's].
+    /// braid_stcp, braid_hstcp, braid_htcp) [default: auto's streams run cubic where it may be
+    /// set, the others the host's default].
     #[arg(long, default_value = "", hide_default_value = true)]
     cc: String,
     /// Combined mode: the fractional streams' virtual-RTT multiplier m (frac_cwnd = 1000/m).
@@ -73,7 +74,7 @@ pub struct SessionArgs {
     /// SO_SNDBUF/SO_RCVBUF in bytes (default: the kernel's autotuning).
     #[arg(long, value_parser = parse_size)]
     window: Option<u64>,
-    /// A rate limit for the whole session, as tc writes rates: 200mbit, 1gbit, 50mbps.
+    /// A rate limit for the whole session, in bits (200mbit, 1gbit, 100Mb/s) or bytes (50MB/s) per second.
     #[arg(long, value_parser = parse_rate)]
     limit: Option<u64>,
     /// JSON lines on stdout: interval records and a final summary.
@@ -128,9 +129,9 @@ pub struct BenchArgs {
 #[derive(Args)]
 pub struct SendArgs {
     /// Files and directories, then the destination HOST[:PORT]:DIR below the server's root.
-    #[arg(required = true, num_args = 2..)]
+    #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<String>,
-    /// Keep what the receiver already holds: move only what is missing.
+    /// Skip files the receiver holds whole (same size and mtime). A partial copy of the same source is continued with or without it.
     #[arg(long)]
     resume: bool,
     #[command(flatten)]
@@ -140,9 +141,9 @@ pub struct SendArgs {
 #[derive(Args)]
 pub struct GetArgs {
     /// HOST[:PORT]:PATH (more PATHs may follow as HOST:PATH of the same host), then the local directory.
-    #[arg(required = true, num_args = 2..)]
+    #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<String>,
-    /// Keep what this end already holds: move only what is missing.
+    /// Skip files this end holds whole (same size and mtime). A partial copy of the same source is continued with or without it.
     #[arg(long)]
     resume: bool,
     #[command(flatten)]
@@ -154,8 +155,9 @@ pub struct ServeArgs {
     /// Address and port to listen on; data streams use the same port.
     #[arg(long, default_value = "0.0.0.0:5420")]
     listen: SocketAddr,
-    /// Files are read and written only below this directory.
-    #[arg(long, default_value = ".")]
+    /// Files are read and written only below this directory (required: a server that
+    /// others may write to is never the current directory by accident).
+    #[arg(long)]
     root: PathBuf,
     /// Serve one session, then exit with its result.
     #[arg(long)]
@@ -172,7 +174,7 @@ pub struct ServeArgs {
     /// SO_SNDBUF/SO_RCVBUF in bytes (default: the kernel's autotuning).
     #[arg(long, value_parser = parse_size)]
     window: Option<u64>,
-    /// A rate limit per session when this end sends, as tc writes rates: 1gbit.
+    /// A rate limit per session when this end sends, in bits (1gbit, 100Mb/s) or bytes (50MB/s) per second.
     #[arg(long, value_parser = parse_rate)]
     limit: Option<u64>,
     /// Where braid's controls are pinned.
@@ -384,7 +386,7 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Con
     }
     let window = s.window.map(|w| w as usize);
     if let Some(w) = window.and_then(braid::session::window_warning) {
-        eprintln!("braid: warning: {w}");
+        braid::errln!("braid: warning: {w}");
     }
     let kind = params.kind;
     let cfg = Config {
@@ -415,7 +417,7 @@ fn with_far_end<T>(
 ) -> Result<T> {
     if s.ssh != SshWhen::Always {
         match session(&cfg, false) {
-            Err(e) if e.is_refused() && s.ssh == SshWhen::Auto => eprintln!(
+            Err(e) if e.is_refused() && s.ssh == SshWhen::Auto => braid::errln!(
                 "braid: nothing listens at {}; starting braid serve on {login} over ssh",
                 cfg.target
             ),
@@ -460,32 +462,33 @@ fn print_summary(s: &Summary, json: bool) {
         braid::records::print(s);
         return;
     }
-    println!(
-        "{} {} ({}): {} in {:.2} s = {:.1} Mb/s, {} retransmits of {} segments, {:.2} CPU s, {}",
+    braid::outln!(
+        "{} {} ({}): {} in {:.2} s = {}, {} retransmits of {} segments, {:.2} CPU s, {}",
         s.kind,
         s.mode,
         s.role,
         braid::telemetry::human_bytes(s.bytes),
         s.seconds,
-        s.mbps,
+        braid::telemetry::human_rate(s.mbps),
         s.retransmits,
         s.data_segs_out,
         s.cpu_seconds,
         braid::telemetry::sealed_words(s.sealed)
     );
     if s.files > 0 {
-        println!(
+        braid::outln!(
             "  {} files verified (BLAKE3), {} blocks sent again after a lost stream",
-            s.files, s.requeued_blocks
+            s.files,
+            s.requeued_blocks
         );
     }
     for st in &s.streams {
-        println!(
-            "  stream {:>3} {:<11} {:>10}  {:>9.1} Mb/s  retrans {:>6}  srtt {:.1} ms",
+        braid::outln!(
+            "  stream {:>3} {:<11} {:>10}  {:>12}  retrans {:>6}  srtt {:.1} ms",
             st.stream,
             st.cc,
             braid::telemetry::human_bytes(st.bytes),
-            st.mbps,
+            braid::telemetry::human_rate(st.mbps),
             st.retransmits,
             st.srtt_us as f64 / 1000.0
         );
@@ -641,7 +644,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         Some(t) => t,
         None => {
             let t = Token::generate()?;
-            eprintln!(
+            braid::errln!(
                 "braid serve: token {} (clients: export BRAID_TOKEN={})",
                 t.as_str(),
                 t.as_str()
@@ -651,7 +654,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     };
     let window = a.window.map(|w| w as usize);
     if let Some(w) = window.and_then(braid::session::window_warning) {
-        eprintln!("braid serve: warning: {w}");
+        braid::errln!("braid serve: warning: {w}");
     }
     let limits = limits(&a)?;
     let srv = Server::bind(server::Config {
@@ -668,7 +671,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         cancel: cancel(),
         limits,
     })?;
-    eprintln!("braid serve: listening on {}", srv.local_addr());
+    braid::errln!("braid serve: listening on {}", srv.local_addr());
     srv.run()
 }
 

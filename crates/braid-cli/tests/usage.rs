@@ -41,3 +41,32 @@ fn a_control_this_kernel_lacks_is_refused_before_anything_is_reached() {
         "{err}"
     );
 }
+
+#[test]
+fn a_rate_in_tcs_ambiguous_bytes_is_refused_with_both_readings() {
+    // tc's "mbps" is megabytes per second; every report of braid's is megabits.
+    let (code, err) = braid(&["bench", "--limit", "10mbps", "127.0.0.1:1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ambiguous") && err.contains("10mbit") && err.contains("10MB/s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn serve_asks_for_its_root_rather_than_serving_the_current_directory() {
+    let (code, err) = braid(&["serve", "--listen", "127.0.0.1:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--root"), "{err}");
+}
+
+#[test]
+fn usage_names_sources_and_the_destination() {
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["send", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("SOURCE... HOST[:PORT]:DEST"), "{help}");
+    assert!(!help.contains("default: \"\""), "{help}");
+}

@@ -6,8 +6,8 @@
 //! delay 34ms loss gemodel 1% 25% 100% 0% loss-at dequeue seed 7
 //! ```
 //!
-//! rate: bit, kbit, mbit, gbit (bits per second) or bps, kbps, mbps, gbps
-//! (bytes per second), as tc. Times: ns, us, ms, s. Sizes: bytes, with an
+//! rate: bit, kbit, mbit, gbit (bits per second, as tc) or Mb/s, MB/s
+//! (bits, bytes); tc's ambiguous kbps/mbps are refused. Times: ns, us, ms, s. Sizes: bytes, with an
 //! optional k, m (x1000) suffix. Probabilities: a fraction (0.01) or a
 //! percentage (1%).
 
@@ -16,33 +16,76 @@ use crate::loss::Loss;
 use crate::red::RedParams;
 use crate::trace::DeliveryTrace;
 
-/// Parses a rate: "100mbit", "1gbit", "12500kbps".
+/// Parses a rate into bits per second: "100mbit", "1gbit", "100Mb/s",
+/// "12.5MB/s".
+///
+/// Bits are `bit`, `kbit`, `mbit`, `gbit`, `tbit` (any case) or `b/s`,
+/// `kb/s`, `Mb/s`, `Gb/s`, `Tb/s` (a lower-case b); bytes are `B/s`, `kB/s`,
+/// `MB/s`, `GB/s` (an upper-case B). tc's `bps`, `kbps`, `mbps`, `gbps` mean
+/// bytes there and bits to most readers, so they are refused with both
+/// readings spelled out: a limit read the other way is eight times off.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let l = s.to_ascii_lowercase();
-    let units: [(&str, f64); 8] = [
-        ("gbps", 8e9),
-        ("mbps", 8e6),
-        ("kbps", 8e3),
-        ("bps", 8.0),
-        ("gbit", 1e9),
-        ("mbit", 1e6),
-        ("kbit", 1e3),
-        ("bit", 1.0),
-    ];
-    for (suffix, mult) in units {
-        if let Some(num) = l.strip_suffix(suffix) {
-            let v: f64 = num
-                .parse()
-                .map_err(|_| format!("rate {s:?}: {num:?} is not a number"))?;
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("rate {s:?} must be positive"));
-            }
-            return Ok((v * mult).round() as u64);
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    for suffix in ["tbps", "gbps", "mbps", "kbps", "bps"] {
+        if let Some(num) = lower.strip_suffix(suffix) {
+            let p = &suffix[..suffix.len() - 3];
+            return Err(format!(
+                "rate {s:?} is ambiguous: tc reads {suffix} as bytes per second, most people as \
+                 bits; write {num}{p}bit for bits per second or {num}{P}B/s for bytes",
+                P = p.to_ascii_uppercase()
+            ));
         }
     }
-    Err(format!(
-        "rate {s:?} needs a unit: bit, kbit, mbit, gbit, bps, kbps, mbps or gbps"
-    ))
+    let prefix = |c: &str| -> Option<f64> {
+        match c {
+            "" => Some(1.0),
+            "k" | "K" => Some(1e3),
+            "m" | "M" => Some(1e6),
+            "g" | "G" => Some(1e9),
+            "t" | "T" => Some(1e12),
+            _ => None,
+        }
+    };
+    // (number, multiplier to bits per second)
+    let split = if let Some(head) = lower.strip_suffix("bit") {
+        let (num, p) = split_prefix(head);
+        prefix(p).map(|m| (num.to_string(), m))
+    } else if let Some(head) = t.strip_suffix("b/s") {
+        let (num, p) = split_prefix(head);
+        prefix(p).map(|m| (num.to_string(), m))
+    } else if let Some(head) = t.strip_suffix("B/s") {
+        let (num, p) = split_prefix(head);
+        prefix(p).map(|m| (num.to_string(), m * 8.0))
+    } else {
+        None
+    };
+    let Some((num, mult)) = split else {
+        return Err(format!(
+            "rate {s:?} needs a unit: kbit, mbit, gbit (or kb/s, Mb/s, Gb/s) for bits per \
+             second, kB/s, MB/s, GB/s for bytes"
+        ));
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("rate {s:?}: {num:?} is not a number"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("rate {s:?} must be positive"));
+    }
+    let bits = v * mult;
+    if bits >= u64::MAX as f64 {
+        return Err(format!("rate {s:?} is too large"));
+    }
+    Ok(bits.round() as u64)
+}
+
+/// Splits "12.5M" into ("12.5", "M"): the unit's prefix is the one letter
+/// after the number, if it is not part of the number.
+fn split_prefix(head: &str) -> (&str, &str) {
+    match head.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&head[..i], &head[i..]),
+        _ => (head, ""),
+    }
 }
 
 /// Parses a time into nanoseconds: "34ms", "500us", "1.5s", "100ns".
@@ -287,10 +330,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bytes_per_second_spelled_like_bits_is_refused() {
+        // tc's "mbps" is megabytes; a user reads megabits. Either reading
+        // taken silently is a limit eight times off.
+        for s in ["10mbps", "10Mbps", "5kbps", "1gbps", "800bps"] {
+            let e = parse_rate(s).unwrap_err();
+            assert!(e.contains("ambiguous"), "{s}: {e}");
+            assert!(e.contains("bit") && e.contains("B/s"), "{s}: {e}");
+        }
+        assert!(parse_rate("10mbps").unwrap_err().contains("10mbit"));
+        assert!(parse_rate("10mbps").unwrap_err().contains("10MB/s"));
+        for s in ["10", "10mb", "10xbit", "-1mbit", "0gbit", "10 mbit"] {
+            assert!(parse_rate(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
     fn units() {
         assert_eq!(parse_rate("100mbit").unwrap(), 100_000_000);
         assert_eq!(parse_rate("1Gbit").unwrap(), 1_000_000_000);
-        assert_eq!(parse_rate("1250kbps").unwrap(), 10_000_000);
+        assert_eq!(parse_rate("1250kB/s").unwrap(), 10_000_000);
+        assert_eq!(parse_rate("10Mb/s").unwrap(), 10_000_000);
+        assert_eq!(parse_rate("10MB/s").unwrap(), 80_000_000);
+        assert_eq!(parse_rate("2.5Gb/s").unwrap(), 2_500_000_000);
+        assert_eq!(parse_rate("64bit").unwrap(), 64);
         assert_eq!(parse_time("34ms").unwrap(), 34_000_000);
         assert_eq!(parse_time("1.5s").unwrap(), 1_500_000_000);
         assert_eq!(parse_time("250us").unwrap(), 250_000);

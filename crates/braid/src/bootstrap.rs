@@ -80,6 +80,17 @@ pub fn serve_argv(ssh: &Ssh, login: &str, root: &str) -> Vec<String> {
     argv
 }
 
+/// What to do when the far end's shell did not find braid: name it with
+/// `--remote-braid`, since an ssh command's PATH is often not a login's.
+fn not_found_hint(said: &str) -> &'static str {
+    if said.contains("command not found") || said.contains("No such file or directory") {
+        "; braid is not on the far end's PATH for ssh commands: install it there or name it \
+         with --remote-braid /path/to/braid"
+    } else {
+        ""
+    }
+}
+
 /// The port in `braid serve: listening on 0.0.0.0:PORT`.
 pub fn listening_port(line: &str) -> Option<u16> {
     let addr = line.trim().strip_prefix("braid serve: listening on ")?;
@@ -134,7 +145,7 @@ pub fn start(ssh: &Ssh, login: &str, root: &str, token: &Token) -> Result<Starte
                 said.push(line.clone());
             }
             if told {
-                eprintln!("braid: far end: {line}");
+                crate::errln!("braid: far end: {line}");
             }
         }
         if !told {
@@ -151,12 +162,13 @@ pub fn start(ssh: &Ssh, login: &str, root: &str, token: &Token) -> Result<Starte
                 return Err(Error::connect(
                     what,
                     std::io::Error::other(format!(
-                        "ssh ended ({status}) before braid serve listened: {}",
+                        "ssh ended ({status}) before braid serve listened: {}{}",
                         if said.is_empty() {
                             "it said nothing"
                         } else {
                             &said
-                        }
+                        },
+                        not_found_hint(&said)
                     )),
                 ));
             }
@@ -266,5 +278,11 @@ mod tests {
         );
         assert_eq!(listening_port("braid serve: listening on [::]:7"), Some(7));
         assert_eq!(listening_port("braid serve: token abc"), None);
+        assert!(not_found_hint("bash: line 1: braid: command not found").contains("--remote-braid"));
+        assert!(
+            not_found_hint("sh: 1: /opt/braid: No such file or directory")
+                .contains("--remote-braid")
+        );
+        assert_eq!(not_found_hint("Permission denied (publickey)."), "");
     }
 }

@@ -241,7 +241,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let (files, skipped) = manifest::list(sources, dest)?;
     if cfg.output != Output::Json {
         for s in &skipped {
-            eprintln!("braid: skipping {s}");
+            crate::errln!("braid: skipping {s}");
         }
     }
     check_sending(cfg, true)?;

@@ -24,6 +24,33 @@ pub struct Conn {
     pub w: FrameWriter,
 }
 
+/// A guess at the kind of server that began its answer with `b`.
+fn what_it_is(b: &[u8]) -> &'static str {
+    if b.starts_with(b"SSH-") {
+        "looks like an ssh server and "
+    } else if b.starts_with(b"HTTP/") || b.starts_with(b"<") {
+        "looks like a web server and "
+    } else if b.starts_with(b"\x16\x03") {
+        "looks like a TLS server and "
+    } else {
+        ""
+    }
+}
+
+/// Bytes as a user can read them: quoted text where they are printable
+/// ASCII, else hex.
+fn shown(b: &[u8]) -> String {
+    let text = b
+        .iter()
+        .all(|&c| c.is_ascii_graphic() || c == b' ' || c == b'\r' || c == b'\n' || c == b'\t');
+    if text {
+        format!("{:?}", String::from_utf8_lossy(b))
+    } else {
+        let hex: Vec<String> = b.iter().map(|c| format!("{c:02x}")).collect();
+        format!("with the bytes {}", hex.join(" "))
+    }
+}
+
 /// How long an end waits on a session that says nothing, on any of its
 /// connections, before it gives the session up (the server's is a limit of
 /// its own). Far above any round trip, and several keepalives long.
@@ -661,6 +688,9 @@ impl FrameReader {
         }
         let n = u32::from_be_bytes(len);
         if n == 0 || n > MAX_FRAME {
+            if self.open.is_none() {
+                return Err(self.not_braid(&len));
+            }
             return Err(Error::Protocol(format!(
                 "{} sent a frame of length {n}",
                 self.peer
@@ -705,8 +735,27 @@ impl FrameReader {
             (Some(e), _) => Err(e),
             (None, Some(Ok(Some((m, _))))) => Ok(Some(m)),
             (None, Some(Ok(None))) | (None, None) => unreachable!("a whole frame was read"),
+            (None, Some(Err(_))) if self.open.is_none() => {
+                Err(self.not_braid(&self.frame[..total.min(self.frame.len())]))
+            }
             (None, Some(Err(e))) => Err(Error::Protocol(format!("from {}: {e}", self.peer))),
         }
+    }
+
+    /// A handshake frame that is no frame of braid's: the peer is something
+    /// else on that port. Says what it sent (the first bytes, and whatever
+    /// else has already arrived) so a user can tell an ssh or web server.
+    fn not_braid(&self, head: &[u8]) -> Error {
+        let mut seen = head.to_vec();
+        seen.extend_from_slice(self.reader.buffer());
+        seen.truncate(64);
+        Error::Protocol(format!(
+            "{} is not a braid peer: it {}began {}; check the host and port (braid serve \
+             listens on 5420 unless told otherwise)",
+            self.peer,
+            what_it_is(&seen),
+            shown(&seen)
+        ))
     }
 
     /// The next message; the peer going away is an error. A peer's `Error`

@@ -230,7 +230,7 @@ pub enum Notes {
 impl Notes {
     pub fn say(self, event: &'static str, stream: usize, why: &str, human: &str) {
         match self {
-            Notes::Stderr => eprintln!("braid: {human}"),
+            Notes::Stderr => crate::errln!("braid: {human}"),
             Notes::Json => crate::records::print(&crate::records::Event {
                 event,
                 stream,

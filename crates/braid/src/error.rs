@@ -45,8 +45,8 @@ pub enum Error {
     /// carried is used.
     #[error("the connection was tampered with: {0}; nothing it carried was used")]
     Tampered(String),
-    /// SIGINT or SIGTERM: the session stopped, with what arrived journaled for --resume.
-    #[error("interrupted; a transfer keeps what arrived for --resume")]
+    /// SIGINT or SIGTERM: the session stopped, with what arrived journaled for the next.
+    #[error("interrupted; a transfer keeps what arrived, and the same command moves the rest")]
     Interrupted,
 }
 
@@ -153,7 +153,7 @@ impl Error {
                 return (
                     Code::Unavailable as u16,
                     "interrupted (Ctrl-C or SIGTERM); what arrived is kept: the same command \
-                     with --resume moves the rest"
+                     moves the rest"
                         .into(),
                 )
             }

@@ -14,6 +14,7 @@ pub mod bootstrap;
 pub mod cancel;
 pub mod client;
 pub mod conn;
+pub mod console;
 pub mod driver;
 pub mod engine;
 pub mod error;

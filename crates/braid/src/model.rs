@@ -24,6 +24,70 @@ pub fn mathis_bps(mss_bytes: f64, rtt_s: f64, p: f64, c: f64) -> f64 {
     mss_bytes * 8.0 * c / (rtt_s * p.sqrt())
 }
 
+/// CUBIC's constants (RFC 9438): the window's growth C (packets/s^3) and
+/// its multiplicative decrease, the window kept after a loss.
+pub const CUBIC_C: f64 = 0.4;
+pub const CUBIC_BETA: f64 = 0.7;
+
+/// One CUBIC stream's rate bound under random loss, bits per second: its
+/// mean window is (C (3 + b) / (4 (1 - b)))^(1/4) (RTT / p)^(3/4) packets
+/// where the cubic curve governs (RFC 9438 section 5.1, b = 0.7), and never
+/// under what its Reno-friendly region holds, Mathis' window with `c`.
+/// Infinite without loss.
+pub fn cubic_bps(mss_bytes: f64, rtt_s: f64, p: f64, c: f64) -> f64 {
+    if p <= 0.0 {
+        return f64::INFINITY;
+    }
+    let k = (CUBIC_C * (3.0 + CUBIC_BETA) / (4.0 * (1.0 - CUBIC_BETA))).powf(0.25);
+    let window = k * (rtt_s / p).powf(0.75);
+    (window * mss_bytes * 8.0 / rtt_s).max(mathis_bps(mss_bytes, rtt_s, p, c))
+}
+
+/// Random loss below which BBR (v1, Linux's `bbr`) keeps its rate: it paces
+/// at the delivery rate it measures and does not answer loss, and holds the
+/// path's rate up to about 15 % of packets lost (Cardwell et al., "BBR:
+/// congestion-based congestion control", ACM Queue 2016).
+pub const BBR_LOSS_TOLERATED: f64 = 0.15;
+
+/// The loss-response models `braid plan` knows, by control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Response {
+    Reno,
+    Cubic,
+    Bbr,
+}
+
+impl Response {
+    pub fn name(self) -> &'static str {
+        match self {
+            Response::Reno => "reno",
+            Response::Cubic => "cubic",
+            Response::Bbr => "bbr",
+        }
+    }
+
+    pub fn of(control: &str) -> Option<Response> {
+        match control {
+            "reno" => Some(Response::Reno),
+            "cubic" => Some(Response::Cubic),
+            "bbr" => Some(Response::Bbr),
+            _ => None,
+        }
+    }
+
+    /// One stream's bound on a path with random loss `p`: infinite where
+    /// loss does not hold it back (the path's rate then does).
+    pub fn one_stream_bps(self, mss_bytes: f64, rtt_s: f64, p: f64, c: f64) -> f64 {
+        match self {
+            Response::Reno => mathis_bps(mss_bytes, rtt_s, p, c),
+            Response::Cubic => cubic_bps(mss_bytes, rtt_s, p, c),
+            Response::Bbr if p < BBR_LOSS_TOLERATED => f64::INFINITY,
+            // Past its tolerance BBR v1 collapses; the bound Reno keeps is a floor.
+            Response::Bbr => mathis_bps(mss_bytes, rtt_s, p, c),
+        }
+    }
+}
+
 /// Hacker 2002 Eq. 3: the sum of each stream's bound, given (MSS, RTT, p)
 /// per stream; with equal streams, Eq. 4-5: n times one stream's, a
 /// "virtual MSS" of n MSS.
@@ -172,6 +236,28 @@ mod tests {
             10.0 / 0.05 * 1448.0 * 8.0,
             1e-9
         ));
+    }
+
+    #[test]
+    fn cubic_by_hand_and_where_reno_friendliness_takes_over() {
+        // 200 ms, p = 1e-4: k = (0.4 * 3.7 / 1.2)^(1/4) = 1.05384; the window
+        // 1.05384 * (0.2 / 1e-4)^(3/4) = 315.2 packets, 18.26 Mb/s at 1448 B.
+        let long = cubic_bps(1448.0, 0.2, 1e-4, C_RANDOM);
+        assert!(close(long, 18.26e6, 2e-3), "{long}");
+        assert!(long > 2.0 * mathis_bps(1448.0, 0.2, 1e-4, C_RANDOM));
+        // 10 ms, p = 1e-3: the cubic window (5.9) is under Reno's (41.1):
+        // CUBIC's Reno-friendly region holds Reno's rate.
+        assert_eq!(
+            cubic_bps(1448.0, 0.01, 1e-3, C_RANDOM),
+            mathis_bps(1448.0, 0.01, 1e-3, C_RANDOM)
+        );
+        assert_eq!(cubic_bps(1448.0, 0.2, 0.0, C_RANDOM), f64::INFINITY);
+        assert_eq!(
+            Response::Bbr.one_stream_bps(1448.0, 0.2, 1e-2, C_RANDOM),
+            f64::INFINITY
+        );
+        assert_eq!(Response::of("cubic"), Some(Response::Cubic));
+        assert_eq!(Response::of("braid_tcpp"), None);
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub fn line<R: Record>(r: &R) -> String {
 
 /// Prints the record on stdout as one line.
 pub fn print<R: Record>(r: &R) {
-    println!("{}", line(r));
+    crate::outln!("{}", line(r));
 }
 
 /// One stream in an [`Interval`].
@@ -267,7 +267,11 @@ pub struct Plan {
     pub measured: bool,
     /// Mathis' constant the predictions use.
     pub c: f64,
-    /// One Reno stream's bound (Mathis); none without loss.
+    /// The control whose streams single, parallel and auto are predicted
+    /// for (reno, cubic, bbr); combined and TCP-P grow as Reno does.
+    pub control: String,
+    /// One such stream's bound under the path's loss; none where loss does
+    /// not hold it back.
     pub one_stream_bps: Option<f64>,
     /// The fewest streams that fill the path.
     pub knee: u32,
@@ -486,7 +490,9 @@ mod tests {
                     loss: 1e-5,
                     mss_bytes: 1448.0,
                     measured: false,
+                    measured_knee: None,
                 },
+                crate::model::Response::Reno,
                 crate::model::C_PERIODIC,
             )),
         ]

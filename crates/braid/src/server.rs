@@ -288,7 +288,7 @@ impl Server {
         let fit = fds.saturating_sub(FDS_KEPT) / FDS_PER_CONNECTION;
         let max_connections = self.cfg.limits.connections.min(fit.max(8));
         if max_connections < self.cfg.limits.connections && self.cfg.output != Output::Quiet {
-            eprintln!(
+            crate::errln!(
                 "braid serve: at most {max_connections} connections at once: the descriptor limit \
                  is {fds} (ulimit -n)"
             );
@@ -363,7 +363,7 @@ impl Server {
                     accept_errors.1 += 1;
                     if accept_errors.0.elapsed() >= Duration::from_secs(1) {
                         if cfg.output != Output::Quiet {
-                            eprintln!(
+                            crate::errln!(
                                 "braid serve: accept: {e} ({} times in the last second)",
                                 accept_errors.1
                             );
@@ -402,7 +402,7 @@ impl Server {
                 if let Some(result) = result {
                     if let Err(e) = &result {
                         if shared.cfg.output != Output::Quiet {
-                            eprintln!("braid serve: session failed: {e}");
+                            crate::errln!("braid serve: session failed: {e}");
                         }
                     }
                     let _ = done_tx.send(result);
@@ -554,14 +554,14 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shar
 fn report(cfg: &Config, s: &Summary) {
     match cfg.output {
         Output::Json => crate::records::print(s),
-        Output::Human => eprintln!(
-            "braid serve: {} {} ({}): {} in {:.1} s, {:.1} Mb/s, {}",
+        Output::Human => crate::errln!(
+            "braid serve: {} {} ({}): {} in {:.1} s, {}, {}",
             s.kind,
             s.mode,
             s.role,
             crate::telemetry::human_bytes(s.bytes),
             s.seconds,
-            s.mbps,
+            crate::telemetry::human_rate(s.mbps),
             crate::telemetry::sealed_words(s.sealed)
         ),
         Output::Quiet => {}

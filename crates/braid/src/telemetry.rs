@@ -298,20 +298,20 @@ impl Telemetry {
             Output::Human => {
                 let expected = self.expected.load(Ordering::Relaxed);
                 let mut err = std::io::stderr().lock();
-                let _ = writeln!(
+                crate::console::settle(writeln!(
                     err,
                     "{}",
                     progress_line(t, total, expected, mbps(delta, dt))
-                );
+                ));
                 for (i, ((b, info), p)) in samples.iter().zip(prev).enumerate() {
-                    let _ = writeln!(
+                    crate::console::settle(writeln!(
                         err,
-                        "  stream {i:>3}: {:>9.1} Mb/s  cwnd {:>5}  srtt {:>7.1} ms  retrans {}",
-                        mbps(b.saturating_sub(*p), dt),
+                        "  stream {i:>3}: {:>12}  cwnd {:>5}  srtt {:>7.1} ms  retrans {}",
+                        human_rate(mbps(b.saturating_sub(*p), dt)),
                         info.cwnd,
                         info.srtt_us as f64 / 1000.0,
                         info.total_retrans
-                    );
+                    ));
                 }
             }
         }
@@ -389,8 +389,9 @@ pub fn round3(x: f64) -> f64 {
 /// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
 pub fn progress_line(t: f64, done: u64, expected: u64, rate_mbps: f64) -> String {
     let mut s = format!(
-        "{t:>7.1} s  {:>10}  {rate_mbps:>9.1} Mb/s",
-        human_bytes(done)
+        "{t:>7.1} s  {:>10}  {:>12}",
+        human_bytes(done),
+        human_rate(rate_mbps)
     );
     if expected > 0 {
         let pct = done as f64 / expected as f64 * 100.0;
@@ -418,6 +419,16 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// A rate for people: "812.4 Mb/s", "105.86 Gb/s" (from 10 Gb/s on, where
+/// five digits of Mb/s stop being read at a glance).
+pub fn human_rate(mbps: f64) -> String {
+    if mbps >= 10_000.0 {
+        format!("{:.2} Gb/s", mbps / 1000.0)
+    } else {
+        format!("{mbps:.1} Mb/s")
+    }
+}
+
 /// CPU time of this process, user and system.
 pub fn cpu_seconds() -> f64 {
     // SAFETY: getrusage writes into the struct we pass and nothing else.
@@ -432,6 +443,13 @@ pub fn cpu_seconds() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_are_scaled_for_reading() {
+        assert_eq!(human_rate(812.44), "812.4 Mb/s");
+        assert_eq!(human_rate(9999.9), "9999.9 Mb/s");
+        assert_eq!(human_rate(105_857.9), "105.86 Gb/s");
+    }
 
     #[test]
     fn progress_shows_percent_and_eta_when_the_total_is_known() {

@@ -123,7 +123,7 @@ fn run(
         now += dt;
         let asked = a.tick(now, &views);
         if a.phase().name() != before {
-            eprintln!(
+            crate::errln!(
                 "{now:?}: {before} -> {:?}, {} streams, cap {:?}",
                 a.phase(),
                 a.streams(),

@@ -56,6 +56,8 @@ const OPEN_FILES: usize = 128;
 /// How one receiving session treats its files.
 #[derive(Clone)]
 pub struct RecvOptions {
+    /// Files the receiver holds whole (same size and mtime) are skipped, as
+    /// rsync's quick check; a partial copy is continued either way.
     pub resume: bool,
     pub block_size: u32,
     /// The destinations of this process's live sessions.
@@ -200,10 +202,12 @@ impl RecvShared {
             if swept.insert(dir.clone()) {
                 staging::sweep(&root, &dir, opts.partial_ttl, &[]);
             }
-            if opts.resume {
-                if let Some(r) = journal::read(&root, &names, name, e.size, e.mtime_ns) {
-                    c.held = RangeSet::from_ranges(&r);
-                }
+            // A journal of this same source (its name, size and mtime) is
+            // what an earlier session of it left: continued whether or not
+            // --resume was given, since throwing it away only moves it again
+            // (the whole file's hash still checks every byte).
+            if let Some(r) = journal::read(&root, &names, name, e.size, e.mtime_ns) {
+                c.held = RangeSet::from_ranges(&r);
             }
             checked.push(c);
         }
@@ -760,6 +764,10 @@ mod tests {
         s.sync_journals().unwrap();
         drop(s);
         let s = open(root.path(), std::slice::from_ref(&e), &opts(true)).unwrap();
+        assert_eq!(s.held(), vec![vec![(0, 4096), (8192, 10_000)]]);
+        drop(s);
+        // Without --resume the same source's partial copy is continued too.
+        let s = open(root.path(), std::slice::from_ref(&e), &opts(false)).unwrap();
         assert_eq!(s.held(), vec![vec![(0, 4096), (8192, 10_000)]]);
         drop(s);
         // A different source (mtime changed) starts over.
