@@ -168,7 +168,7 @@ def _client_ports(ns, server_port=engine.PORT) -> dict[int, int]:
 def test_a_killed_stream_is_replaced_and_the_file_is_identical(pair, record):
     f = pair.dir / "kill.bin"
     f.write_bytes(os.urandom(300 << 20))
-    argv = engine.client_argv("send", str(f), f"{pair.target}:kill", token=pair.token,
+    argv = engine.client_argv("send", str(f), f"{pair.target}:kill/", token=pair.token,
                               method=Method("parallel", 3)) + ["--limit", "600mbit"]
     p = pair.snd.popen(argv)
     try:
@@ -200,7 +200,7 @@ def test_a_killed_sender_resumes_moving_only_what_is_missing(pair, record):
     f = pair.dir / "resume.bin"
     f.write_bytes(os.urandom(400 << 20))
     streams, block = 3, 1 << 20
-    argv = engine.client_argv("send", str(f), f"{pair.target}:res", token=pair.token,
+    argv = engine.client_argv("send", str(f), f"{pair.target}:res/", token=pair.token,
                               method=Method("parallel", streams)) + ["--limit", "800mbit"]
     p = pair.snd.popen(argv)
     time.sleep(2.0)
@@ -314,7 +314,7 @@ def test_wrong_token_and_full_disk_are_clear_errors_leaving_nothing(pair, tmp_pa
             # fails, the sender hears why (7, naming the space), nothing partial is kept.
             mid = tmp_path / "mid.bin"
             mid.write_bytes(os.urandom(5 << 20))
-            p = pair.snd.popen(engine.client_argv("send", str(mid), f"{pair.RCV_ADDR}:5421:m", token=pair.token)
+            p = pair.snd.popen(engine.client_argv("send", str(mid), f"{pair.RCV_ADDR}:5421:m/", token=pair.token)
                                + ["--limit", "10mbit"])
             time.sleep(1.0)
             # Unbuffered: a buffered writer keeps what a short write left over, and its close

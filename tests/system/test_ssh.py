@@ -67,7 +67,7 @@ def test_send_and_get_start_the_far_end_over_ssh(far, tmp_path):
     # needs none of them (streams of the host's control, steered), so nothing is said of them.
     none = tmp_path / "no-controls"
     none.mkdir()
-    r = _braid(far, "send", str(src), f"root@{far.RCV_ADDR}:{dest}", "-n", "3", "--pin-dir", str(none))
+    r = _braid(far, "send", str(src), f"root@{far.RCV_ADDR}:{dest}/", "-n", "3", "--pin-dir", str(none))
     assert r.returncode == 0, r.stderr
     assert "nothing listens" in r.stderr and "over ssh" in r.stderr
     assert "cannot run here" not in r.stderr and "control" not in r.stderr, r.stderr

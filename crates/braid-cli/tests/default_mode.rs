@@ -97,7 +97,7 @@ fn left_at_the_default_a_sending_client_without_controls_runs_auto_on_the_hosts_
     // A file moves as well, and arrives whole.
     let f = d.path().join("f");
     fs::write(&f, vec![5u8; 3 << 20]).unwrap();
-    let dest = format!("{}:in", srv.addr);
+    let dest = format!("{}:in/", srv.addr);
     ok(&client(
         &["send", f.to_str().unwrap(), &dest, "--pin-dir", pin],
         None,

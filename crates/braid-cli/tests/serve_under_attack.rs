@@ -68,7 +68,7 @@ fn a_flood_of_unauthenticated_connections_costs_little_and_a_client_gets_through
         .collect();
     let f = d.path().join("f");
     fs::write(&f, vec![7u8; 4 << 20]).unwrap();
-    let dest = format!("{}:in", srv.addr);
+    let dest = format!("{}:in/", srv.addr);
     let o = client(&["send", f.to_str().unwrap(), &dest], None);
     ok(&o);
     assert_eq!(fs::read(root.join("in/f")).unwrap().len(), 4 << 20);
@@ -113,7 +113,7 @@ fn past_the_connection_limit_the_server_refuses_without_spinning() {
     );
     let f = d.path().join("f");
     fs::write(&f, b"hello").unwrap();
-    let dest = format!("{}:x", srv.addr);
+    let dest = format!("{}:x/", srv.addr);
     ok(&client(&["send", f.to_str().unwrap(), &dest], None));
     drop(idle);
     assert_eq!(fs::read(root.join("x/f")).unwrap(), b"hello");
@@ -136,7 +136,7 @@ fn ten_thousand_files_move_both_ways_under_a_descriptor_limit_of_1024() {
         }
     }
     let srv = serve(&root, &[], Some(1024));
-    let dest = format!("{}:in", srv.addr);
+    let dest = format!("{}:in/", srv.addr);
     let o = client(
         &["send", src.to_str().unwrap(), &dest, "-n", "4"],
         Some(1024),

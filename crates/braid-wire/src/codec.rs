@@ -583,12 +583,12 @@ mod tests {
             })
         );
         // The lowest bit this build does not know is refused too.
-        open[flags_at] = 4;
+        open[flags_at] = 8;
         assert_eq!(
             decode(&open),
             Err(DecodeError::Value {
                 what: "open: flags",
-                value: 4
+                value: 8
             })
         );
     }

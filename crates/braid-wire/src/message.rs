@@ -49,7 +49,7 @@ pub struct SessionParams {
     pub duration_ms: u32,
     /// Bytes per block.
     pub block_size: u32,
-    /// [`FLAG_RESUME`], [`FLAG_REVERSE`]; unknown bits are refused.
+    /// [`FLAG_RESUME`], [`FLAG_REVERSE`], [`FLAG_NAME_AS_DEST`]; unknown bits are refused.
     pub flags: u32,
     /// The client's rate limit for the whole session in bits per second (0: none); a
     /// sending server keeps to the lower of this and its own.
@@ -60,7 +60,12 @@ pub struct SessionParams {
 pub const FLAG_RESUME: u32 = 1;
 /// Bench: the server sends and the client receives.
 pub const FLAG_REVERSE: u32 = 2;
-pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME | FLAG_REVERSE;
+/// Send of one file: its destination path names the file itself (as `scp f
+/// host:new.txt`), unless that path is a directory at the receiver, which
+/// then holds it under its own name. The manifest's one entry is
+/// `DEST/NAME`; the receiver decides, since only it sees its tree.
+pub const FLAG_NAME_AS_DEST: u32 = 4;
+pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME | FLAG_REVERSE | FLAG_NAME_AS_DEST;
 
 /// The file-type bits of [`FileEntry::mode`] that mark a directory (S_IFDIR):
 /// a directory travels as an entry of size 0, so an empty one arrives too.

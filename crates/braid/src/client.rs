@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use braid_wire::{FileEntry, Kind, Message, SessionParams, FLAG_RESUME};
+use braid_wire::{FileEntry, Kind, Message, SessionParams, FLAG_NAME_AS_DEST, FLAG_RESUME};
 
 use crate::cancel::Cancel;
 use crate::conn::{self, Conn, Idle};
@@ -236,6 +236,77 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     Ok(summary)
 }
 
+/// Whether a send's destination may name its file, as scp and rsync read
+/// `f HOST:dir/new.txt`: one regular file, and a destination that is not the
+/// root and does not end in `/` (which, as for rsync, means a directory).
+/// The receiver still puts the file inside if the path is a directory there.
+pub fn names_the_file(sources: &[PathBuf], dest: &str) -> bool {
+    let trimmed = dest.trim_start_matches("./");
+    sources.len() == 1
+        && std::fs::metadata(&sources[0]).is_ok_and(|m| m.is_file())
+        && !dest.ends_with('/')
+        && !matches!(trimmed, "" | "." | "..")
+}
+
+/// Where a `get` writes, as `cp` and scp read a local target: an existing
+/// directory holds what arrives under its own names; otherwise one remote
+/// path is written as the target itself (a file renamed, or a tree's top),
+/// and several (or a target ending in `/`) go into a directory made for
+/// them, as `send` makes the remote one. Returns the directory to receive
+/// into, the name that replaces the asked path's last component, and
+/// whether the directory was made here.
+fn local_target(remote: &[String], local: &Path) -> Result<(PathBuf, Option<String>, bool)> {
+    if local.is_dir() {
+        return Ok((local.to_owned(), None, false));
+    }
+    let shown = local.display();
+    let parent = match local.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is not a directory, so {shown} cannot be made there",
+            parent.display()
+        )));
+    }
+    let trailing = local.as_os_str().to_string_lossy().ends_with('/');
+    let one = match remote {
+        [only] => top_name(only),
+        _ => None,
+    };
+    match (one, local.file_name().and_then(|n| n.to_str())) {
+        (Some(_), Some(name)) if !trailing => Ok((parent, Some(name.to_owned()), false)),
+        _ if local.exists() => Err(Error::Usage(format!("{shown} is not a directory"))),
+        _ => {
+            std::fs::create_dir(local).map_err(|e| Error::io(format!("making {shown}"), e))?;
+            Ok((local.to_owned(), None, true))
+        }
+    }
+}
+
+/// The last component of a remote path (`photos` of `incoming/photos/`), or
+/// none for the root itself.
+fn top_name(remote: &str) -> Option<&str> {
+    remote
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+}
+
+/// Renames the offered entries of one asked path, named by its last
+/// component `from`, to `to`: `from` itself and everything below it.
+fn rename_top(files: &mut [FileEntry], from: &str, to: &str) {
+    for f in files {
+        if f.path == from {
+            f.path = to.to_owned();
+        } else if let Some(rest) = f.path.strip_prefix(from).and_then(|r| r.strip_prefix('/')) {
+            f.path = format!("{to}/{rest}");
+        }
+    }
+}
+
 /// `braid send`: files and directories to `dest` below the server's root.
 pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let (files, skipped) = manifest::list(sources, dest)?;
@@ -246,8 +317,11 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     }
     check_sending(cfg, true)?;
     let mut o = open(cfg)?;
-    o.ctrl
-        .send_or_reason(&Message::Open(cfg.open_params(Kind::Send)))?;
+    let mut params = cfg.open_params(Kind::Send);
+    if names_the_file(sources, dest) {
+        params.flags |= FLAG_NAME_AS_DEST;
+    }
+    o.ctrl.send_or_reason(&Message::Open(params))?;
     let entries: Vec<FileEntry> = files.iter().map(|s| s.entry.clone()).collect();
     session::send_manifest(&mut o.ctrl, &entries)?;
     let (session, _) = accepted(&mut o.ctrl, cfg)?;
@@ -294,12 +368,21 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
 
 /// `braid get`: files and directories below the server's root into `local`.
 pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
-    if !local.is_dir() {
-        return Err(Error::Usage(format!(
-            "{} is not a directory",
-            local.display()
-        )));
+    let (into, rename, made) = local_target(remote, local)?;
+    let got = get_into(cfg, remote, &into, rename.as_deref());
+    if got.is_err() && made {
+        // Made for this get and left empty by its failure: not left behind.
+        let _ = std::fs::remove_dir(&into);
     }
+    got
+}
+
+fn get_into(
+    cfg: &Config,
+    remote: &[String],
+    local: &Path,
+    rename: Option<&str>,
+) -> Result<Summary> {
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Get)))?;
@@ -316,7 +399,12 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     let (session, ran) = accepted(&mut o.ctrl, cfg)?;
     let files = session::recv_manifest(&mut o.ctrl, ManifestLimits::default())
         .and_then(|f| manifest::check_offer(remote, &f).map(|_| f));
-    let files = o.ctrl.tell(files)?;
+    let mut files = o.ctrl.tell(files)?;
+    if let (Some(to), [only]) = (rename, remote) {
+        if let Some(from) = top_name(only) {
+            rename_top(&mut files, from, to);
+        }
+    }
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let opts = RecvOptions::new(

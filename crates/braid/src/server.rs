@@ -6,14 +6,14 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_wire::seal::Channel;
-use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_RESUME};
+use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_NAME_AS_DEST, FLAG_RESUME};
 
 use crate::cancel::Cancel;
 use crate::conn::{Bell, Conn, Idle};
@@ -568,6 +568,29 @@ fn report(cfg: &Config, s: &Summary) {
     }
 }
 
+/// A send of one file whose destination names it (`FLAG_NAME_AS_DEST`):
+/// its entry `DEST/NAME` becomes `DEST` unless DEST is a directory below
+/// `root`, which then holds it as NAME. Anything else is left as sent.
+fn name_as_dest(root: &Path, manifest: &mut [braid_wire::FileEntry]) {
+    let [one] = manifest else { return };
+    if one.is_dir() {
+        return;
+    }
+    let Some((dest, _name)) = one.path.rsplit_once('/') else {
+        return;
+    };
+    let is_dir = crate::beneath::Dir::open(root)
+        .and_then(|r| r.meta(Path::new(dest)))
+        .map(|m| m.is_some_and(|m| m.kind == crate::beneath::Kind::Dir));
+    match is_dir {
+        Ok(true) => {}
+        Ok(false) => one.path = dest.to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => one.path = dest.to_owned(),
+        // The checks that follow say what is wrong with the path.
+        Err(_) => {}
+    }
+}
+
 /// The lower of two optional rates.
 fn lower(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
@@ -630,7 +653,10 @@ fn run_session(
         }
         Kind::Send => {
             let manifest = session::recv_manifest(&mut conn, cfg.limits.manifest);
-            let manifest = conn.tell(manifest)?;
+            let mut manifest = conn.tell(manifest)?;
+            if p.flags & FLAG_NAME_AS_DEST != 0 {
+                name_as_dest(&cfg.root, &mut manifest);
+            }
             let paths = manifest.iter().map(|f| f.path.as_str());
             let _held = conn.tell(shared.manifests.take(paths, "this send"))?;
             files = manifest.iter().filter(|f| !f.is_dir()).count();

@@ -225,7 +225,7 @@ fn a_file_crosses_ipv6_with_the_address_written_as_the_command_line_does() {
     fs::write(&src, noise(1_500_001, 6)).unwrap();
     let addr = serve_on(&root, "[::1]:0");
     let port = addr.rsplit_once(':').unwrap().1;
-    let target = braid::target::parse(&format!("[::1]:{port}:in"), true).unwrap();
+    let target = braid::target::parse(&format!("[::1]:{port}:in/"), true).unwrap();
     assert_eq!(target.addr, format!("[::1]:{port}"));
     let s = client::send(
         &config(&target.addr, params(Kind::Send, 3), TOKEN),
@@ -1099,4 +1099,68 @@ fn a_silent_session_is_ended_by_the_server() {
     data.r
         .set_deadline(Some(std::time::Instant::now() + Duration::from_secs(10)));
     assert!(data.recv().is_err());
+}
+
+/// Destinations as scp and rsync read them: one file sent to a path that is
+/// not a directory there is written under that name; to a directory, or a
+/// path ending in `/`, under its own; a get writes its local target the same
+/// way.
+#[test]
+fn destinations_name_a_single_file_as_scp_does_and_get_mirrors_it() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, here) = (d.path().join("root"), d.path().join("here"));
+    fs::create_dir_all(root.join("exists")).unwrap();
+    fs::create_dir_all(&here).unwrap();
+    let f = here.join("f.bin");
+    fs::write(&f, noise(100_000, 3)).unwrap();
+    let addr = serve(&root);
+    let send = |dest: &str| {
+        client::send(
+            &config(&addr, params(Kind::Send, 2), TOKEN),
+            std::slice::from_ref(&f),
+            dest,
+        )
+        .unwrap_or_else(|e| panic!("send to {dest}: {e}"))
+    };
+    send("new.txt");
+    assert!(root.join("new.txt").is_file(), "renamed at the root");
+    send("deep/er/renamed.bin");
+    assert_eq!(b3(&root.join("deep/er/renamed.bin")), b3(&f));
+    send("exists");
+    assert_eq!(b3(&root.join("exists/f.bin")), b3(&f), "into a directory");
+    send("made/");
+    assert_eq!(
+        b3(&root.join("made/f.bin")),
+        b3(&f),
+        "a trailing / is a directory"
+    );
+    send("new.txt");
+    assert!(
+        root.join("new.txt").is_file(),
+        "the same name again replaces the file"
+    );
+
+    let get = |remote: &[&str], local: &Path| {
+        let remote: Vec<String> = remote.iter().map(|s| s.to_string()).collect();
+        client::get(&config(&addr, params(Kind::Get, 2), TOKEN), &remote, local)
+    };
+    get(&["new.txt"], &here.join("copy.bin")).unwrap();
+    assert_eq!(
+        b3(&here.join("copy.bin")),
+        b3(&f),
+        "a file renamed on the way back"
+    );
+    get(&["deep"], &here.join("tree")).unwrap();
+    assert_eq!(
+        b3(&here.join("tree/er/renamed.bin")),
+        b3(&f),
+        "a tree's top renamed"
+    );
+    get(&["new.txt", "exists"], &here.join("both")).unwrap();
+    assert!(here.join("both/new.txt").is_file() && here.join("both/exists/f.bin").is_file());
+    let e = get(&["new.txt"], &here.join("nowhere/x")).unwrap_err();
+    assert!(e.to_string().contains("not a directory"), "{e}");
+    // A get that fails leaves no directory made for it.
+    assert!(get(&["missing", "new.txt"], &here.join("failed")).is_err());
+    assert!(!here.join("failed").exists());
 }

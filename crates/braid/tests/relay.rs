@@ -367,7 +367,7 @@ fn tampering_with_a_send_ends_it_and_a_resume_completes_identical() {
         let sent = client::send(
             &config(&r.addr, Kind::Send, false),
             std::slice::from_ref(&file),
-            "in",
+            "in/",
         );
         let e = sent
             .err()
@@ -377,7 +377,7 @@ fn tampering_with_a_send_ends_it_and_a_resume_completes_identical() {
         absent_or_exact(&dest, &data);
         // The server ends its side of the session on its own; then a resume.
         thread::sleep(Duration::from_millis(300));
-        client::send(&config(&server, Kind::Send, true), &[file], "in")
+        client::send(&config(&server, Kind::Send, true), &[file], "in/")
             .unwrap_or_else(|e| panic!("{what}: the resume failed: {e}"));
         assert!(fs::read(&dest).unwrap() == data, "{what}: not identical");
     }
@@ -537,7 +537,7 @@ fn an_earlier_sessions_bytes_replayed_move_nothing() {
             }
         });
     }
-    client::send(&config(&addr, Kind::Send, false), &[file], "first").unwrap();
+    client::send(&config(&addr, Kind::Send, false), &[file], "first/").unwrap();
     thread::sleep(Duration::from_millis(300));
     fs::remove_dir_all(dst.path().join("first")).unwrap();
     let recorded = ups.lock().unwrap().clone();
