@@ -34,7 +34,7 @@
 //! |---|---|---|---|
 //! | `Start` | 2 (or `-n`, if fewer), uncapped | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
 //! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE (the path is full, of the group or of others) | `Ask` |
-//! | | | the rate rose less than half of what a doubling of loss-limited streams gives (the knee), or `-n` is reached | `Full`, uncapped |
+//! | | | the rate rose less than half of what a doubling of loss-limited streams gives (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
@@ -42,7 +42,7 @@
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin a tick) while none does, never more than a margin above what the group moves | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
 //! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled |
-//! | | | uncapped (a knee) and no queue for FREE: the path is not full, whatever one doubling measured | `Grow`, doubled |
+//! | | | uncapped (a knee) and no queue for FREE: the path is not full, whatever one doubling measured; not once two measured the same knee running | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
@@ -173,6 +173,14 @@ pub struct Auto {
     n: usize,
     /// How many the path needed while the group had it alone.
     n_full: usize,
+    /// Streams before the last doubling.
+    from_n: usize,
+    /// The streams whose doubling was last measured not to pay (a knee),
+    /// and whether it was measured so twice running: a knee one measurement
+    /// found is tried again when the path shows room (FREE), one that two
+    /// found stands until the path changes (others come and go).
+    knee_n: Option<usize>,
+    knee_twice: bool,
     /// What the path gave the group, bytes a second, when a queue last
     /// stood under it alone (or it probed higher without one).
     capacity: Option<f64>,
@@ -217,6 +225,9 @@ impl Auto {
             spread: Spread::new(20),
             n,
             n_full: n,
+            from_n: n,
+            knee_n: None,
+            knee_twice: false,
             capacity: None,
             cap: None,
             alone: None,
@@ -328,6 +339,18 @@ impl Auto {
                     return self.ask(Asking::Grow(before), r, m);
                 }
                 let knee = before.is_some_and(|b| r < DOUBLING_WORTH * b);
+                if let (true, Some(b)) = (knee, before) {
+                    self.knee_twice = self.knee_n == Some(self.from_n);
+                    self.knee_n = Some(self.from_n);
+                    if r <= b * (1.0 + m) {
+                        // The doubling bought nothing beyond the rate's own noise:
+                        // the streams it added carry nothing the others would not,
+                        // and cost (their own losses, both hosts' CPU). Back to the
+                        // streams before it.
+                        self.n = self.from_n;
+                        self.n_full = self.n;
+                    }
+                }
                 if knee || self.n >= self.most {
                     // The streams, not the path, hold the rate: no cap to keep a queue off.
                     self.capacity = Some(r);
@@ -378,12 +401,8 @@ impl Auto {
                         // slow start: double again.
                         let r = self.capacity.unwrap_or(0.0);
                         if before.is_none_or(|b| r >= DOUBLING_WORTH * b) && self.n < self.most {
-                            self.n = (self.n * 2).min(self.most);
                             self.cap = None;
-                            return Phase::Grow {
-                                since: now,
-                                before: Some(r),
-                            };
+                            return self.doubled(Some(r));
                         }
                         self.cap = self.capacity.map(|c| c * (1.0 - m));
                         self.alone = self.capacity;
@@ -430,7 +449,9 @@ impl Auto {
                         slack_since.or(Some(now))
                     };
                     return match slack_since {
-                        Some(s) if now >= s + t.free && self.n < self.most => self.doubled(rate),
+                        Some(s) if now >= s + t.free && self.n < self.most && !self.knee_twice => {
+                            self.doubled(rate)
+                        }
                         _ => Phase::Full {
                             since,
                             slack_since,
@@ -528,6 +549,7 @@ impl Auto {
 
     /// Twice the streams (within `-n`), to see what they buy over `rate`.
     fn doubled(&mut self, rate: Option<f64>) -> Phase {
+        self.from_n = self.n;
         self.n = (self.n * 2).min(self.most);
         Phase::Grow {
             since: self.now,
@@ -539,6 +561,9 @@ impl Auto {
     fn regrow(&mut self) -> Phase {
         self.n = self.n_full.max(self.fair);
         self.cap = None;
+        // Others came and went: what the path was measured to reward is measured again.
+        self.knee_n = None;
+        self.knee_twice = false;
         Phase::Grow {
             since: self.now,
             before: None,

@@ -23,6 +23,9 @@ struct Path {
     /// What random loss holds one stream to, bytes a second.
     per_stream: f64,
     base_ms: f64,
+    /// What the two hosts can move at most (their CPU): it holds the group
+    /// back before the bottleneck, so no queue comes of it.
+    host: f64,
     others: Others,
     acked: Vec<u64>,
     /// The streams' caps as auto told them.
@@ -36,6 +39,7 @@ impl Path {
             capacity,
             per_stream,
             base_ms,
+            host: f64::INFINITY,
             others: Others::Nobody,
             acked: vec![0; 64],
             caps: vec![None; 64],
@@ -54,7 +58,8 @@ impl Path {
             .collect();
         // Streams without a limit of their own share equally what they get.
         let want: Vec<f64> = want.iter().map(|w| w.min(self.capacity)).collect();
-        let demand: f64 = want.iter().sum();
+        let wanted: f64 = want.iter().sum();
+        let demand = wanted.min(self.host);
         let (ours, standing) = match self.others {
             Others::Nobody => (demand.min(self.capacity), demand >= self.capacity),
             Others::Elastic(m) => {
@@ -75,7 +80,7 @@ impl Path {
             .map(|i| {
                 let carrying = i < n;
                 if carrying {
-                    self.acked[i] += (ours * want[i] / demand.max(1.0) * dt.as_secs_f64()) as u64;
+                    self.acked[i] += (ours * want[i] / wanted.max(1.0) * dt.as_secs_f64()) as u64;
                 }
                 StreamView {
                     stream: i,
@@ -176,18 +181,38 @@ fn a_knee_that_one_doubling_measured_wrongly_is_left_when_no_queue_comes() {
     // 100 MB/s, each stream held to 5 MB/s by random loss; while the first four
     // streams are measured, their losses hold them to half that (a sawtooth's
     // trough): the doubling looks as if it bought nothing.
+    // The next measurement of the same streams is another sawtooth's.
     let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     let mut knee_at = None;
     run(&mut a, &mut p, secs(90), |now, p, phase| {
-        let trough = matches!(phase, Phase::Grow { .. }) && p.carrying == 4;
+        let trough = knee_at.is_none() && matches!(phase, Phase::Grow { .. }) && p.carrying == 4;
         p.per_stream = if trough { 2.5 * MB } else { 5.0 * MB };
-        if knee_at.is_none() && matches!(phase, Phase::Full { .. }) && p.carrying == 4 {
+        if knee_at.is_none() && matches!(phase, Phase::Full { .. }) {
             knee_at = Some(now);
         }
     });
     assert!(knee_at.is_some(), "the doubling was measured in its trough");
     assert!(a.streams() >= 16, "{}", a.streams());
+}
+
+#[test]
+fn streams_that_cost_more_than_they_carry_are_given_back_and_a_knee_measured_twice_stands() {
+    // 125 MB/s, no random loss, each stream's window holds it to 30 MB/s; the
+    // hosts move at most 110 MB/s with up to 8 streams and a fifth less at
+    // each doubling past that (their CPU, not the path): no queue ever stands.
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(125.0 * MB, 30.0 * MB, 40.0);
+    let mut most = 0;
+    run(&mut a, &mut p, secs(120), |_, p, _| {
+        let n = p.carrying.max(1);
+        let doublings_past_8 = (n as f64 / 8.0).log2().max(0.0);
+        p.host = 110.0 * MB * 0.8f64.powf(doublings_past_8);
+        most = most.max(n);
+    });
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+    assert!((4..=8).contains(&a.streams()), "{}", a.streams());
+    assert!(most <= 16, "tried {most} streams");
 }
 
 #[test]
