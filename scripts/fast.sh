@@ -8,4 +8,5 @@ cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --release --workspace --all-targets --locked -- -D warnings
 cargo test --release --workspace --locked
+.venv/bin/python scripts/check_results.py
 .venv/bin/python -m pytest -q python/braidlab "$@"

@@ -1,8 +1,10 @@
 //! `braid`: parallel TCP that keeps its speed and gives back the fairness.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use anyhow::Context;
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cc;
 mod plan;
@@ -41,6 +43,34 @@ enum Command {
     /// Cross traffic and probes for the laboratory: stiff UDP, Poisson flows, RTT probes.
     #[command(subcommand)]
     Traffic(traffic::TrafficCommand),
+    /// Prints a shell's completion script: `braid completions bash > /etc/bash_completion.d/braid`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Writes braid's man pages (braid.1, braid-send.1, ...) into a directory.
+    Manpages {
+        /// Where to write them; made if missing.
+        dir: PathBuf,
+    },
+}
+
+/// The completion script for `shell`, as text.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "braid", &mut script);
+    let text = String::from_utf8(script).context("the completion script is not UTF-8")?;
+    braid::console::out(format_args!("{text}"));
+    Ok(())
+}
+
+/// One man page for braid and one for each of its commands.
+fn manpages(dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("making {}", dir.display()))?;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .with_context(|| format!("writing man pages into {}", dir.display()))?;
+    braid::outln!("man pages written into {}", dir.display());
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -55,6 +85,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Cc(cmd) => cc::run(cmd),
         Command::Traffic(cmd) => traffic::run(cmd),
+        Command::Completions { shell } => completions(shell),
+        Command::Manpages { dir } => manpages(&dir),
         Command::Send(a) => return engine(transfer::send(a)),
         Command::Get(a) => return engine(transfer::get(a)),
         Command::Bench(a) => return engine(transfer::bench(a)),

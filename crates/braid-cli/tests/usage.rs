@@ -3,12 +3,16 @@
 
 use std::process::Command;
 
-fn braid(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_braid"))
         .args(args)
         .env("BRAID_TOKEN", "usage-test-token")
         .output()
-        .expect("running braid");
+        .expect("running braid")
+}
+
+fn braid(args: &[&str]) -> (i32, String) {
+    let out = run(args);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -62,11 +66,43 @@ fn serve_asks_for_its_root_rather_than_serving_the_current_directory() {
 
 #[test]
 fn usage_names_sources_and_the_destination() {
-    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
-        .args(["send", "--help"])
-        .output()
-        .unwrap();
+    let out = run(&["send", "--help"]);
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("SOURCE... HOST[:PORT]:DEST"), "{help}");
     assert!(!help.contains("default: \"\""), "{help}");
+}
+
+#[test]
+fn completions_and_man_pages_cover_every_command() {
+    let out = run(&["completions", "bash"]);
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        script.contains("_braid") && script.contains("--fair-share"),
+        "{script}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let man1 = dir.path().join("man1");
+    let out = run(&["manpages", man1.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for page in [
+        "braid.1",
+        "braid-send.1",
+        "braid-get.1",
+        "braid-serve.1",
+        "braid-cc-install.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join("man1").join(page))
+            .unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH"), "{page}");
+    }
+    let send = std::fs::read_to_string(dir.path().join("man1/braid-send.1")).unwrap();
+    assert!(
+        send.contains("resume"),
+        "braid-send.1 documents its options"
+    );
 }
