@@ -134,7 +134,7 @@ def test_gigabyte_files_and_trees_arrive_identical_in_every_mode(controls, pair,
     ]
     for i, (method, paths) in enumerate(cases):
         dest = f"in{i}"
-        rc, rep, err = _client(pair, *engine.client_argv("send", *map(str, paths), f"{pair.target}:{dest}",
+        rc, rep, err = _client(pair, *engine.client_argv("send", *map(str, paths), f"{pair.target}:{dest}/",
                                                          token=pair.token, method=method), timeout=300)
         assert rc == 0, f"{method}: {err}"
         assert method.matches(rep.controls), rep.controls
