@@ -42,7 +42,7 @@
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin a tick) while none does, never more than a margin above what the group moves | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
 //! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled |
-//! | | | uncapped (a knee) and no queue for FREE: the path is not full, whatever one doubling measured; not once two measured the same knee running | `Grow`, doubled |
+//! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs): the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
@@ -59,6 +59,9 @@ use path::{Delay, Delivered, Spread};
 
 /// The first streams.
 const FIRST_STREAMS: usize = 2;
+/// The most times running one knee doubles the wait before it is tried
+/// again: 2^3 FREEs, 200 base RTTs (or 40 s), still within a long transfer.
+const KNEE_BACKOFF_MAX: u32 = 4;
 /// A doubling of streams that each random loss holds below the path doubles
 /// what they move; one that brings less than half of that (a rate under 1.5
 /// times the one before) found the knee: the path, not the streams' losses,
@@ -176,11 +179,12 @@ pub struct Auto {
     /// Streams before the last doubling.
     from_n: usize,
     /// The streams whose doubling was last measured not to pay (a knee),
-    /// and whether it was measured so twice running: a knee one measurement
-    /// found is tried again when the path shows room (FREE), one that two
-    /// found stands until the path changes (others come and go).
+    /// and how many times running it was: a knee is tried again when the
+    /// path shows room for a FREE, and each time the same knee is measured
+    /// the wait doubles (as a retransmission timer backs off), so a knee
+    /// found wrongly is left and one found rightly costs ever less.
     knee_n: Option<usize>,
-    knee_twice: bool,
+    knee_seen: u32,
     /// What the path gave the group, bytes a second, when a queue last
     /// stood under it alone (or it probed higher without one).
     capacity: Option<f64>,
@@ -227,7 +231,7 @@ impl Auto {
             n_full: n,
             from_n: n,
             knee_n: None,
-            knee_twice: false,
+            knee_seen: 0,
             capacity: None,
             cap: None,
             alone: None,
@@ -340,7 +344,11 @@ impl Auto {
                 }
                 let knee = before.is_some_and(|b| r < DOUBLING_WORTH * b);
                 if let (true, Some(b)) = (knee, before) {
-                    self.knee_twice = self.knee_n == Some(self.from_n);
+                    self.knee_seen = if self.knee_n == Some(self.from_n) {
+                        (self.knee_seen + 1).min(KNEE_BACKOFF_MAX)
+                    } else {
+                        1
+                    };
                     self.knee_n = Some(self.from_n);
                     if r <= b * (1.0 + m) {
                         // The doubling bought nothing beyond the rate's own noise:
@@ -449,7 +457,9 @@ impl Auto {
                         slack_since.or(Some(now))
                     };
                     return match slack_since {
-                        Some(s) if now >= s + t.free && self.n < self.most && !self.knee_twice => {
+                        Some(s)
+                            if now >= s + t.free * self.free_backoff() && self.n < self.most =>
+                        {
                             self.doubled(rate)
                         }
                         _ => Phase::Full {
@@ -547,6 +557,12 @@ impl Auto {
         }
     }
 
+    /// How many FREEs a knee waits before it is tried again: 1 after the
+    /// first measurement, doubling with each that found the same knee.
+    fn free_backoff(&self) -> u32 {
+        1 << self.knee_seen.saturating_sub(1)
+    }
+
     /// Twice the streams (within `-n`), to see what they buy over `rate`.
     fn doubled(&mut self, rate: Option<f64>) -> Phase {
         self.from_n = self.n;
@@ -563,7 +579,7 @@ impl Auto {
         self.cap = None;
         // Others came and went: what the path was measured to reward is measured again.
         self.knee_n = None;
-        self.knee_twice = false;
+        self.knee_seen = 0;
         Phase::Grow {
             since: self.now,
             before: None,
