@@ -6,7 +6,7 @@
 mod common;
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
 use std::thread;
@@ -186,11 +186,33 @@ fn ctrl_c_at_the_server_is_a_lost_connection_and_resume_finishes() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    thread::sleep(Duration::from_millis(1500));
+    // Ctrl-C once megabytes have moved (the client's first progress line
+    // says so): on a busy machine the session may take a while to start,
+    // and a resume needs something kept to show it keeps it. The part file
+    // is allocated whole at once, so its size says nothing.
+    let mut c = c;
+    let mut lines = BufReader::new(c.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said += &line;
+        said.push('\n');
+        if line
+            .trim_start()
+            .starts_with(|ch: char| ch.is_ascii_digit())
+            && line.contains(" MB ")
+        {
+            break;
+        }
+    }
     unsafe { libc::kill(srv.child.id() as i32, libc::SIGINT) };
-    let o = c.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(4), "{err}");
+    for line in lines {
+        said += &line.unwrap();
+        said.push('\n');
+    }
+    let status = c.wait().unwrap();
+    let err = said;
+    assert_eq!(status.code(), Some(4), "{err}");
     assert!(err.contains("the peer stopped: interrupted"), "{err}");
     drop(srv);
     let srv = serve(&root, &[], None);
