@@ -88,20 +88,14 @@ impl Port {
     /// is then mostly the kernel's own.
     pub fn recv_batch(&self, bufs: &mut [Vec<u8>]) -> io::Result<usize> {
         let n = bufs.len().min(BATCH_MAX);
-        // SAFETY: plain C structs for which all-zero is a valid value.
-        let mut iovs: [libc::iovec; BATCH_MAX] = unsafe { std::mem::zeroed() };
-        let mut hdrs: [libc::mmsghdr; BATCH_MAX] = unsafe { std::mem::zeroed() };
-        for (i, buf) in bufs[..n].iter_mut().enumerate() {
+        let mut batch = Batch::new();
+        for buf in &mut bufs[..n] {
             buf.clear();
-            iovs[i] = libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.capacity(),
-            };
-            hdrs[i].msg_hdr.msg_iov = &mut iovs[i];
-            hdrs[i].msg_hdr.msg_iovlen = 1;
+            batch.push(buf.as_mut_ptr().cast(), buf.capacity());
         }
+        let hdrs = batch.headers();
         // SAFETY: each header points at one iovec over a buffer's spare
-        // capacity; iovs, hdrs and bufs outlive the call and do not move.
+        // capacity; the batch and bufs outlive the call and do not move.
         let got = unsafe {
             libc::recvmmsg(
                 self.fd.as_raw_fd(),
@@ -136,17 +130,11 @@ impl Port {
         let mut at = 0;
         while at < frames.len() {
             let n = (frames.len() - at).min(BATCH_MAX);
-            // SAFETY: as in recv_batch.
-            let mut iovs: [libc::iovec; BATCH_MAX] = unsafe { std::mem::zeroed() };
-            let mut hdrs: [libc::mmsghdr; BATCH_MAX] = unsafe { std::mem::zeroed() };
-            for (i, f) in frames[at..at + n].iter().enumerate() {
-                iovs[i] = libc::iovec {
-                    iov_base: f.as_ptr() as *mut libc::c_void,
-                    iov_len: f.len(),
-                };
-                hdrs[i].msg_hdr.msg_iov = &mut iovs[i];
-                hdrs[i].msg_hdr.msg_iovlen = 1;
+            let mut batch = Batch::new();
+            for f in &frames[at..at + n] {
+                batch.push(f.as_ptr() as *mut libc::c_void, f.len());
             }
+            let hdrs = batch.headers();
             // SAFETY: each header points at one iovec over a whole frame that
             // outlives the call; the kernel only reads them.
             let sent = unsafe {
@@ -161,6 +149,39 @@ impl Port {
             }
         }
         failed
+    }
+}
+
+/// Up to BATCH_MAX buffers as recvmmsg and sendmmsg take them: one iovec
+/// each, and a header pointing at it.
+struct Batch {
+    iovs: [libc::iovec; BATCH_MAX],
+    hdrs: [libc::mmsghdr; BATCH_MAX],
+    len: usize,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        // SAFETY: plain C structs for which all-zero is a valid value.
+        unsafe { std::mem::zeroed() }
+    }
+
+    fn push(&mut self, base: *mut libc::c_void, len: usize) {
+        self.iovs[self.len] = libc::iovec {
+            iov_base: base,
+            iov_len: len,
+        };
+        self.len += 1;
+    }
+
+    /// The headers, each pointing at its iovec in this batch (so the batch
+    /// must stay where it is while the kernel reads them).
+    fn headers(&mut self) -> &mut [libc::mmsghdr] {
+        for i in 0..self.len {
+            self.hdrs[i].msg_hdr.msg_iov = &mut self.iovs[i];
+            self.hdrs[i].msg_hdr.msg_iovlen = 1;
+        }
+        &mut self.hdrs[..self.len]
     }
 }
 

@@ -47,19 +47,14 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
             _ => None,
         }
     };
-    // (number, multiplier to bits per second)
-    let split = if let Some(head) = lower.strip_suffix("bit") {
-        let (num, p) = split_prefix(head);
-        prefix(p).map(|m| (num.to_string(), m))
-    } else if let Some(head) = t.strip_suffix("b/s") {
-        let (num, p) = split_prefix(head);
-        prefix(p).map(|m| (num.to_string(), m))
-    } else if let Some(head) = t.strip_suffix("B/s") {
-        let (num, p) = split_prefix(head);
-        prefix(p).map(|m| (num.to_string(), m * 8.0))
-    } else {
-        None
-    };
+    // Each unit: the text it ends (`bit` in any case, `b/s` and `B/s` as
+    // written), and bits per unit. The number and the unit's prefix letter
+    // come before it.
+    let units: [(&str, &str, f64); 3] = [(&lower, "bit", 1.0), (t, "b/s", 1.0), (t, "B/s", 8.0)];
+    let split = units.iter().find_map(|(text, unit, bits)| {
+        let (num, p) = split_prefix(text.strip_suffix(unit)?);
+        prefix(p).map(|m| (num.to_string(), m * bits))
+    });
     let Some((num, mult)) = split else {
         return Err(format!(
             "rate {s:?} needs a unit: kbit, mbit, gbit (or kb/s, Mb/s, Gb/s) for bits per \

@@ -237,25 +237,28 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
 }
 
 /// Whether a send's destination may name its file, as scp and rsync read
-/// `f HOST:dir/new.txt`: one regular file, and a destination that is not the
-/// root and does not end in `/` (which, as for rsync, means a directory).
-/// The receiver still puts the file inside if the path is a directory there.
-pub fn names_the_file(sources: &[PathBuf], dest: &str) -> bool {
+/// `f HOST:dir/new.txt`: the listing is one regular file, and the
+/// destination is not the root and does not end in `/` (which, as for
+/// rsync, means a directory). The receiver still puts the file inside if
+/// the path is a directory there.
+fn names_the_file(files: &[manifest::Source], dest: &str) -> bool {
     let trimmed = dest.trim_start_matches("./");
-    sources.len() == 1
-        && std::fs::metadata(&sources[0]).is_ok_and(|m| m.is_file())
+    matches!(files, [one] if !one.entry.is_dir())
         && !dest.ends_with('/')
         && !matches!(trimmed, "" | "." | "..")
 }
+
+/// An asked path's last component and the local name it arrives under.
+type Rename = Option<(String, String)>;
 
 /// Where a `get` writes, as `cp` and scp read a local target: an existing
 /// directory holds what arrives under its own names; otherwise one remote
 /// path is written as the target itself (a file renamed, or a tree's top),
 /// and several (or a target ending in `/`) go into a directory made for
 /// them, as `send` makes the remote one. Returns the directory to receive
-/// into, the name that replaces the asked path's last component, and
-/// whether the directory was made here.
-fn local_target(remote: &[String], local: &Path) -> Result<(PathBuf, Option<String>, bool)> {
+/// into, the asked path's last component and the name that replaces it (if
+/// renamed), and whether the directory was made here.
+fn local_target(remote: &[String], local: &Path) -> Result<(PathBuf, Rename, bool)> {
     if local.is_dir() {
         return Ok((local.to_owned(), None, false));
     }
@@ -272,27 +275,19 @@ fn local_target(remote: &[String], local: &Path) -> Result<(PathBuf, Option<Stri
     }
     let trailing = local.as_os_str().to_string_lossy().ends_with('/');
     let one = match remote {
-        [only] => top_name(only),
+        [only] => manifest::asked_name(only),
         _ => None,
     };
     match (one, local.file_name().and_then(|n| n.to_str())) {
-        (Some(_), Some(name)) if !trailing => Ok((parent, Some(name.to_owned()), false)),
+        (Some(from), Some(to)) if !trailing => {
+            Ok((parent, Some((from.to_owned(), to.to_owned())), false))
+        }
         _ if local.exists() => Err(Error::Usage(format!("{shown} is not a directory"))),
         _ => {
             std::fs::create_dir(local).map_err(|e| Error::io(format!("making {shown}"), e))?;
             Ok((local.to_owned(), None, true))
         }
     }
-}
-
-/// The last component of a remote path (`photos` of `incoming/photos/`), or
-/// none for the root itself.
-fn top_name(remote: &str) -> Option<&str> {
-    remote
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
 }
 
 /// Renames the offered entries of one asked path, named by its last
@@ -318,7 +313,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     check_sending(cfg, true)?;
     let mut o = open(cfg)?;
     let mut params = cfg.open_params(Kind::Send);
-    if names_the_file(sources, dest) {
+    if names_the_file(&files, dest) {
         params.flags |= FLAG_NAME_AS_DEST;
     }
     o.ctrl.send_or_reason(&Message::Open(params))?;
@@ -369,7 +364,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
 /// `braid get`: files and directories below the server's root into `local`.
 pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     let (into, rename, made) = local_target(remote, local)?;
-    let got = get_into(cfg, remote, &into, rename.as_deref());
+    let got = get_into(cfg, remote, &into, rename);
     if got.is_err() && made {
         // Made for this get and left empty by its failure: not left behind.
         let _ = std::fs::remove_dir(&into);
@@ -377,12 +372,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     got
 }
 
-fn get_into(
-    cfg: &Config,
-    remote: &[String],
-    local: &Path,
-    rename: Option<&str>,
-) -> Result<Summary> {
+fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Result<Summary> {
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Get)))?;
@@ -400,10 +390,8 @@ fn get_into(
     let files = session::recv_manifest(&mut o.ctrl, ManifestLimits::default())
         .and_then(|f| manifest::check_offer(remote, &f).map(|_| f));
     let mut files = o.ctrl.tell(files)?;
-    if let (Some(to), [only]) = (rename, remote) {
-        if let Some(from) = top_name(only) {
-            rename_top(&mut files, from, to);
-        }
+    if let Some((from, to)) = rename {
+        rename_top(&mut files, &from, &to);
     }
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);

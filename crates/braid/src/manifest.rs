@@ -319,6 +319,15 @@ pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>>
     Ok(out)
 }
 
+/// The name a path asked of a `get` arrives under: its last component
+/// (`photos` of `incoming/photos/`), or none for the root itself.
+pub fn asked_name(path: &str) -> Option<&str> {
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+}
+
 /// Client side of `get`: every entry the server offers must be one of the
 /// names asked for or lie below one (a path asked for is named by its last
 /// component; `.` asks for the root's whole contents). A server is not trusted
@@ -328,10 +337,8 @@ pub fn check_offer(asked: &[String], offered: &[FileEntry]) -> Result<()> {
     if asked.iter().any(|a| a.is_empty() || a == ".") {
         return Ok(());
     }
-    let tops: std::collections::HashSet<&str> = asked
-        .iter()
-        .filter_map(|a| a.trim_end_matches('/').rsplit('/').next())
-        .collect();
+    let tops: std::collections::HashSet<&str> =
+        asked.iter().filter_map(|a| asked_name(a)).collect();
     for f in offered {
         let top = f.path.split('/').next().unwrap_or("");
         if !tops.contains(top) {
