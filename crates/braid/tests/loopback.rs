@@ -1079,10 +1079,13 @@ fn a_silent_session_is_ended_by_the_server() {
         ..Default::default()
     };
     let addr = serve_with(d.path(), "127.0.0.1:0", limits);
+    // The server's idle clock starts at the client's last message, which
+    // comes after this instant: the silence measured from here is at
+    // least the limit, however slowly the session was set up.
+    let began = std::time::Instant::now();
     let (mut c, session, agreed) = raw_send_session(&addr, "f", 10 << 20);
     let (mut data, r) = try_attach(&addr, session, 0, 1, &agreed);
     assert!(matches!(r, Ok(Message::Accepted { .. })));
-    let began = std::time::Instant::now();
     c.r.set_deadline(Some(began + Duration::from_secs(20)));
     match c.recv() {
         Err(Error::Remote { code: 408, message }) => {
