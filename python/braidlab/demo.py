@@ -1,10 +1,11 @@
 """`braidlab demo` (`make demo`): the quick Hacker 2004 experiment end to end.
 
-Five methods (one Reno stream, 9 parallel Reno streams, combined-9 with a
-virtual RTT of 10, 9 TCP-P streams with strength 1, one BBR stream) each
-beside 5 Reno flows and beside the stiff 1-10 Mb/s UDP source on a
-100 Mb/s, 68 ms emulated path; then the table beside the paper's, the
-claims' verdicts, and the HTML report.
+The papers' methods (one Reno stream, 9 parallel Reno streams, combined-9
+with a virtual RTT of 10, 9 TCP-P streams with strength 1, one BBR stream)
+and braid as a user runs it (no options: auto), each beside 5 Reno flows and
+beside the stiff 1-10 Mb/s UDP source on a 100 Mb/s, 68 ms emulated path;
+then the table beside the paper's, the frontier (how fast idle against how
+much it takes from others), the claims' verdicts, and the HTML report.
 """
 
 from __future__ import annotations

@@ -67,7 +67,8 @@ def test_demo_hacker2004_quick(controls, record, tmp_path):
     assert "| combined-9 |" in text and "[58.0 %]" in text, "the table beside the paper's is printed"
     assert (out / "report" / "report.html").exists() and (out / "flows.csv").exists()
     rows = _table(out)
-    assert {r["method"] for r in rows} == {"single", "parallel-9", "combined-9", "tcpp-9", "bbr"}
+    assert {r["method"] for r in rows} == {"single", "parallel-9", "combined-9", "tcpp-9", "bbr", "auto"}
+    assert "hacker2004: the frontier" in text and "| auto |" in text, "braid's default is on the frontier"
     _sane(rows)
     par, comb, single = (_one(rows, "tcp-5", m) for m in ("parallel-9", "combined-9", "single"))
     record(appropriation={r["method"]: round(r["appropriation"], 3) for r in rows if r["scenario"] == "tcp-5"},
