@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use braid::cancel::Cancel;
-use braid::conn::Conn;
-use braid::server::{self, Server};
+use braid::session::conn::Conn;
+use braid::session::server::{self, Server};
 use braid::session::{self, SocketOptions, Token};
 use braid::telemetry::Output;
 use braid_wire::Message;

@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["VERSION", "VECTORS", "parse", "load", "to_json", "Record"]
 
-VERSION = 2
+VERSION = 3
 VECTORS = Path(__file__).resolve().parents[2] / "crates" / "braid" / "vectors" / "records.jsonl"
 
 
@@ -81,6 +81,25 @@ class StreamSummary:
 
 
 @dataclass(frozen=True)
+class Transfer:
+    """What a send or get did with its files, by what the receiver had."""
+    sent: int
+    resumed: int
+    skipped: int
+    kept: int
+    removed: int
+    dry_run: bool
+
+
+@dataclass(frozen=True)
+class Item:
+    """One entry of a --dry-run, or one that --delete removed."""
+    path: str
+    action: str
+    bytes: int
+
+
+@dataclass(frozen=True)
 class Summary:
     kind: str
     role: str
@@ -98,6 +117,7 @@ class Summary:
     windows_repaired: int | None
     sealed: str
     streams: list[StreamSummary]
+    transfer: Transfer | None
 
 
 @dataclass(frozen=True)
@@ -256,19 +276,20 @@ class Plan:
 
 
 Record = (Interval | Event | Steered | Summary | Source | SinkInterval | SinkSummary | SinkMalformed | Flows | Rtt | Ping
-          | TraceSample | TraceStream | TraceTotal | Plan)
+          | TraceSample | TraceStream | TraceTotal | Plan | Item)
 
 TYPES: dict[str, type] = {
     "interval": Interval, "event": Event, "steer": Steered, "summary": Summary, "source": Source, "sink_interval": SinkInterval,
     "sink_summary": SinkSummary, "sink_malformed": SinkMalformed, "flows": Flows, "rtt": Rtt, "ping": Ping,
     "trace_sample": TraceSample, "trace_stream": TraceStream, "trace_total": TraceTotal, "plan": Plan,
+    "item": Item,
 }
 
 # Fields that hold records of their own.
 _NESTED: dict[tuple[type, str], type] = {
     (Interval, "streams"): StreamSample, (Summary, "streams"): StreamSummary,
     (TraceSample, "info"): TcpInfo, (TraceStream, "info"): TcpInfo, (TraceStream, "settings"): SocketSettings,
-    (Plan, "modes"): PlanMode,
+    (Plan, "modes"): PlanMode, (Summary, "transfer"): Transfer,
 }
 
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cc;
 mod plan;
@@ -74,7 +74,10 @@ fn manpages(dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The matches are kept: the order of --include and --exclude is read from them.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let sub = |name| matches.subcommand_matches(name);
     let engine = |r: braid::Result<()>| match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -87,8 +90,8 @@ fn main() -> ExitCode {
         Command::Traffic(cmd) => traffic::run(cmd),
         Command::Completions { shell } => completions(shell),
         Command::Manpages { dir } => manpages(&dir),
-        Command::Send(a) => return engine(transfer::send(a)),
-        Command::Get(a) => return engine(transfer::get(a)),
+        Command::Send(a) => return engine(transfer::send(a, sub("send"))),
+        Command::Get(a) => return engine(transfer::get(a, sub("get"))),
         Command::Bench(a) => return engine(transfer::bench(a)),
         Command::Serve(a) => return engine(transfer::serve(a)),
         Command::Plan(a) => return engine(plan::run(a)),

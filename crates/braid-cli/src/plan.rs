@@ -5,12 +5,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use braid::advice::{advise, PathFacts};
-use braid::client::{self, Config};
-use braid::model::{measured_knee, Response, C_RANDOM};
+use braid::path::advice::{advise, PathFacts};
+use braid::path::model::{measured_knee, Response, C_RANDOM};
+use braid::records::Summary;
 use braid::records::{self, Plan};
+use braid::session::client::{self, Config};
 use braid::session::SocketOptions;
-use braid::telemetry::{Output, Summary};
+use braid::telemetry::Output;
 use braid::{target, Error, Result};
 use braid_link::spec::{parse_prob, parse_rate, parse_time};
 use braid_wire::{Kind, Mode, SessionParams};
@@ -87,6 +88,7 @@ fn probe(host: &str, args: &PlanArgs, streams: u16) -> Result<Summary> {
         cancel: crate::transfer::cancel(),
         steer: None,
         plain: false,
+        sync: Default::default(),
     };
     client::bench(&cfg)
 }

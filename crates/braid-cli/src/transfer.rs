@@ -6,12 +6,15 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use braid::bootstrap::{self, Ssh};
 use braid::cancel::Cancel;
-use braid::client::{self, Config};
-use braid::server::{self, Server};
+use braid::files::filter::{Filter, Rule};
+use braid::records::Summary;
+use braid::session::bootstrap::{self, Ssh};
+use braid::session::client::{self, Config};
+use braid::session::server::{self, Server};
+use braid::session::sync;
 use braid::session::{SocketOptions, Token};
-use braid::telemetry::{Output, Summary};
+use braid::telemetry::Output;
 use braid::{target, Error, Result};
 use braid_cc::Strength;
 use braid_link::spec::parse_rate;
@@ -135,6 +138,8 @@ pub struct SendArgs {
     #[arg(long)]
     resume: bool,
     #[command(flatten)]
+    sync: SyncArgs,
+    #[command(flatten)]
     s: SessionArgs,
 }
 
@@ -147,7 +152,73 @@ pub struct GetArgs {
     #[arg(long)]
     resume: bool,
     #[command(flatten)]
+    sync: SyncArgs,
+    #[command(flatten)]
     s: SessionArgs,
+}
+
+/// rsync's ways with what the receiving end has.
+#[derive(Args)]
+#[command(next_help_heading = "Filters and sync")]
+pub struct SyncArgs {
+    /// Leave out what PATTERN matches (a glob: `*` within a name, `**` across `/`, a trailing `/` for directories only, a leading `/` anchored at the listing's top; otherwise matched at any depth). Repeatable; with --include, the first rule that matches decides.
+    #[arg(long, value_name = "PATTERN")]
+    exclude: Vec<String>,
+    /// Keep what PATTERN matches even where a later --exclude would leave it out.
+    #[arg(long, value_name = "PATTERN")]
+    include: Vec<String>,
+    /// Say what would be sent, resumed, skipped, kept and removed; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Keep files that are newer at the receiver.
+    #[arg(long, short = 'u')]
+    update: bool,
+    /// Skip files the receiver holds with the same content (size and BLAKE3; both ends read every such file first), whatever their time; send the others whole.
+    #[arg(long, short = 'c')]
+    checksum: bool,
+    /// Make the destination a mirror: remove what the sent directories hold there and the sender does not (what --exclude leaves out is kept).
+    #[arg(long)]
+    delete: bool,
+}
+
+impl SyncArgs {
+    /// The options, the filter's rules in the order given on the command line.
+    fn options(&self, m: Option<&clap::ArgMatches>) -> Result<sync::Options> {
+        let at = |id: &str, n: usize| -> Vec<usize> {
+            m.and_then(|m| m.indices_of(id))
+                .map(|i| i.collect())
+                .unwrap_or_else(|| (0..n).collect())
+        };
+        let mut rules: Vec<(usize, bool, &String)> = Vec::new();
+        for (include, id, given) in [
+            (true, "include", &self.include),
+            (false, "exclude", &self.exclude),
+        ] {
+            rules.extend(
+                at(id, given.len())
+                    .into_iter()
+                    .zip(given)
+                    .map(|(i, p)| (i, include, p)),
+            );
+        }
+        rules.sort_by_key(|r| r.0);
+        let rules = rules
+            .into_iter()
+            .map(|(_, include, p)| {
+                Rule::new(include, p).map_err(|e| {
+                    let flag = if include { "--include" } else { "--exclude" };
+                    Error::Usage(format!("{flag} {p}: {e}"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(sync::Options {
+            filter: Filter::new(rules).map_err(Error::Usage)?,
+            update: self.update,
+            checksum: self.checksum,
+            dry_run: self.dry_run,
+            delete: self.delete,
+        })
+    }
 }
 
 #[derive(Args)]
@@ -401,6 +472,7 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Con
         cancel: cancel(),
         steer: None,
         plain: s.plain,
+        sync: Default::default(),
     };
     Ok((client::resolved(cfg, kind)?, had_token))
 }
@@ -462,6 +534,18 @@ fn print_summary(s: &Summary, json: bool) {
         braid::records::print(s);
         return;
     }
+    if let Some(t) = s.transfer.as_ref().filter(|t| t.dry_run) {
+        braid::outln!(
+            "dry run: {} would be sent, {} resumed, {} skipped (the receiver has them), {} kept \
+             (newer there), {} removed; nothing was written",
+            t.sent,
+            t.resumed,
+            t.skipped,
+            t.kept,
+            t.removed
+        );
+        return;
+    }
     braid::outln!(
         "{} {} ({}): {} in {:.2} s = {}, {} retransmits of {} segments, {:.2} CPU s, {}",
         s.kind,
@@ -480,6 +564,17 @@ fn print_summary(s: &Summary, json: bool) {
             "  {} files verified (BLAKE3), {} blocks sent again after a lost stream",
             s.files,
             s.requeued_blocks
+        );
+    }
+    if let Some(t) = &s.transfer {
+        braid::outln!(
+            "  {} sent, {} resumed, {} skipped (the receiver had them), {} kept (newer there), \
+             {} removed",
+            t.sent,
+            t.resumed,
+            t.skipped,
+            t.kept,
+            t.removed
         );
     }
     for st in &s.streams {
@@ -540,7 +635,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn send(a: SendArgs) -> Result<()> {
+pub fn send(a: SendArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
     stop_on_signals();
     let (dest, sources) = a.paths.split_last().expect("clap requires two paths");
     let remote = target::parse(dest, true).map_err(Error::Usage)?;
@@ -548,7 +643,8 @@ pub fn send(a: SendArgs) -> Result<()> {
     if a.resume {
         p.flags |= FLAG_RESUME;
     }
-    let cfg = config(&a.s, remote.addr, p)?;
+    let mut cfg = config(&a.s, remote.addr, p)?;
+    cfg.0.sync = a.sync.options(m)?;
     let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
     let dest = remote.path.as_deref().unwrap_or("");
     let (root, below) = bootstrap::root_and_path(dest);
@@ -563,7 +659,7 @@ pub fn send(a: SendArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn get(a: GetArgs) -> Result<()> {
+pub fn get(a: GetArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
     stop_on_signals();
     let (local, remotes) = a.paths.split_last().expect("clap requires two paths");
     let mut first: Option<target::Remote> = None;
@@ -590,7 +686,8 @@ pub fn get(a: GetArgs) -> Result<()> {
         .all(|(r, _)| *r == split[0].0)
         .then(|| split[0].0.clone());
     let below: Vec<String> = split.into_iter().map(|(_, b)| b).collect();
-    let cfg = config(&a.s, remote.addr.clone(), p)?;
+    let mut cfg = config(&a.s, remote.addr.clone(), p)?;
+    cfg.0.sync = a.sync.options(m)?;
     let local = PathBuf::from(local);
     let s = with_far_end(&a.s, cfg, &remote.login, root.as_deref(), |cfg, ours| {
         if !ours {
@@ -615,12 +712,12 @@ fn limits(a: &ServeArgs) -> Result<server::Limits> {
                 .into(),
         ));
     }
-    if a.idle_timeout < 3 * braid::conn::KEEPALIVE.as_secs() {
+    if a.idle_timeout < 3 * braid::session::conn::KEEPALIVE.as_secs() {
         return Err(Error::Usage(format!(
             "--idle-timeout {} is too short: clients that wait say so every {} s; at least {}",
             a.idle_timeout,
-            braid::conn::KEEPALIVE.as_secs(),
-            3 * braid::conn::KEEPALIVE.as_secs()
+            braid::session::conn::KEEPALIVE.as_secs(),
+            3 * braid::session::conn::KEEPALIVE.as_secs()
         )));
     }
     Ok(server::Limits {

@@ -99,6 +99,23 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             w.bytes(hash);
         }
         Message::Keepalive => {}
+        Message::Filter { rules: paths } | Message::Removed { paths, .. } => {
+            w.u32(paths.len() as u32);
+            for p in paths {
+                w.str(p);
+            }
+            if let Message::Removed { more, .. } = m {
+                w.u8(*more as u8);
+            }
+        }
+        Message::Keep { file } => w.u32(*file),
+        Message::Sums { first, hashes } => {
+            w.u32(*first);
+            w.u32(hashes.len() as u32);
+            for h in hashes {
+                w.bytes(h);
+            }
+        }
     }
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
@@ -222,15 +239,9 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
         },
         9 => {
             r.what = "manifest";
-            let n = r.u32()?;
-            // Each entry takes at least 22 bytes: a count larger than the frame is a lie.
-            if n as usize > r.b.len() / 22 {
-                return Err(DecodeError::Value {
-                    what: "manifest: file count",
-                    value: n as u64,
-                });
-            }
-            let mut files = Vec::with_capacity(n as usize);
+            // Each entry takes at least 22 bytes.
+            let n = r.count(22, "manifest: file count")?;
+            let mut files = Vec::with_capacity(n);
             for _ in 0..n {
                 files.push(FileEntry {
                     path: r.str()?,
@@ -239,16 +250,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                     mtime_ns: r.u64()? as i64,
                 });
             }
-            let more = match r.u8()? {
-                0 => false,
-                1 => true,
-                v => {
-                    return Err(DecodeError::Value {
-                        what: "manifest: more",
-                        value: v as u64,
-                    })
-                }
-            };
+            let more = r.bool("manifest: more")?;
             Message::Manifest { files, more }
         }
         10 => {
@@ -262,14 +264,8 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
         11 => {
             r.what = "ranges";
             let file = r.u32()?;
-            let n = r.u32()?;
-            if n as usize > r.b.len() / 16 {
-                return Err(DecodeError::Value {
-                    what: "ranges: count",
-                    value: n as u64,
-                });
-            }
-            let mut ranges = Vec::with_capacity(n as usize);
+            let n = r.count(16, "ranges: count")?;
+            let mut ranges = Vec::with_capacity(n);
             for _ in 0..n {
                 let (a, b) = (r.u64()?, r.u64()?);
                 if a > b {
@@ -305,6 +301,31 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
         17 => {
             r.what = "keepalive";
             Message::Keepalive
+        }
+        18 => {
+            r.what = "filter";
+            Message::Filter {
+                rules: r.strings()?,
+            }
+        }
+        19 => Message::Keep {
+            file: r.named("keep").u32()?,
+        },
+        20 => {
+            r.what = "sums";
+            let first = r.u32()?;
+            let n = r.count(32, "sums: count")?;
+            let mut hashes = Vec::with_capacity(n);
+            for _ in 0..n {
+                hashes.push(r.array()?);
+            }
+            Message::Sums { first, hashes }
+        }
+        21 => {
+            r.what = "removed";
+            let paths = r.strings()?;
+            let more = r.bool("removed: more")?;
+            Message::Removed { paths, more }
         }
         t => return Err(DecodeError::Type(t)),
     };
@@ -389,6 +410,34 @@ impl<'a> Reader<'a> {
         let n = self.u16()? as usize;
         let what = self.what;
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| DecodeError::Utf8 { what })
+    }
+    /// A byte that is 0 or 1.
+    fn bool(&mut self, what: &'static str) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(DecodeError::Value {
+                what,
+                value: v as u64,
+            }),
+        }
+    }
+    /// A count of items that take at least `each` bytes: one larger than
+    /// the rest of the frame holds is a lie, refused before any allocation.
+    fn count(&mut self, each: usize, what: &'static str) -> Result<usize, DecodeError> {
+        let n = self.u32()?;
+        if n as usize > self.b.len() / each {
+            return Err(DecodeError::Value {
+                what,
+                value: n as u64,
+            });
+        }
+        Ok(n as usize)
+    }
+    /// A count, then that many strings (each at least its 2-byte length).
+    fn strings(&mut self) -> Result<Vec<String>, DecodeError> {
+        let n = self.count(2, self.what)?;
+        (0..n).map(|_| self.str()).collect()
     }
 }
 
@@ -573,22 +622,23 @@ mod tests {
             flags: 0,
             limit_bps: 0,
         }));
-        let flags_at = open.len() - 9;
+        // The flags' two lowest bytes: bit 15 and, below, the lowest bit this
+        // build does not know, each refused.
+        let flags_at = open.len() - 10;
         open[flags_at] = 0x80;
         assert_eq!(
             decode(&open),
             Err(DecodeError::Value {
                 what: "open: flags",
-                value: 0x80
+                value: 0x8000
             })
         );
-        // The lowest bit this build does not know is refused too.
-        open[flags_at] = 8;
+        open[flags_at] = 0x01;
         assert_eq!(
             decode(&open),
             Err(DecodeError::Value {
                 what: "open: flags",
-                value: 8
+                value: 0x100
             })
         );
     }
@@ -677,6 +727,16 @@ mod tests {
             (any::<u32>(), any::<[u8; 32]>())
                 .prop_map(|(file, hash)| Message::Verify { file, hash }),
             Just(Message::Keepalive),
+            proptest::collection::vec("\\PC{0,20}", 0..6)
+                .prop_map(|rules| Message::Filter { rules }),
+            any::<u32>().prop_map(|file| Message::Keep { file }),
+            (
+                any::<u32>(),
+                proptest::collection::vec(any::<[u8; 32]>(), 0..4)
+            )
+                .prop_map(|(first, hashes)| Message::Sums { first, hashes }),
+            (proptest::collection::vec("\\PC{0,20}", 0..6), any::<bool>())
+                .prop_map(|(paths, more)| Message::Removed { paths, more }),
         ]
     }
 

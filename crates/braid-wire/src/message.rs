@@ -65,7 +65,31 @@ pub const FLAG_REVERSE: u32 = 2;
 /// then holds it under its own name. The manifest's one entry is
 /// `DEST/NAME`; the receiver decides, since only it sees its tree.
 pub const FLAG_NAME_AS_DEST: u32 = 4;
-pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME | FLAG_REVERSE | FLAG_NAME_AS_DEST;
+/// Send/get: the receiver keeps a file that is newer there than the
+/// sender's (rsync's --update), and says so with `Keep`.
+pub const FLAG_UPDATE: u32 = 8;
+/// Send/get: the sender's `Sums` follow its manifest; the receiver skips a
+/// file whose content it holds already (same size and BLAKE3), whatever its
+/// time, and sends the rest whole.
+pub const FLAG_CHECKSUM: u32 = 16;
+/// Send/get: the receiver answers what it holds and would keep (and, with
+/// [`FLAG_DELETE`], would remove), and the session ends there: nothing is
+/// written, moved or removed.
+pub const FLAG_DRY_RUN: u32 = 32;
+/// Send/get: once every file is published, the receiver removes what lies in
+/// the manifest's directories and is not in the manifest (rsync's --delete;
+/// what the filter excludes is kept), and tells the sender with `Removed`.
+pub const FLAG_DELETE: u32 = 64;
+/// Send/get: a `Filter` follows `Open`.
+pub const FLAG_FILTER: u32 = 128;
+pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME
+    | FLAG_REVERSE
+    | FLAG_NAME_AS_DEST
+    | FLAG_UPDATE
+    | FLAG_CHECKSUM
+    | FLAG_DRY_RUN
+    | FLAG_DELETE
+    | FLAG_FILTER;
 
 /// The file-type bits of [`FileEntry::mode`] that mark a directory (S_IFDIR):
 /// a directory travels as an entry of size 0, so an empty one arrives too.
@@ -218,6 +242,28 @@ pub enum Message {
     /// end that hears nothing on any of a session's connections for long
     /// gives the session up.
     Keepalive,
+    /// The client's `--exclude`/`--include` rules, in order, each `+ PATTERN`
+    /// or `- PATTERN` (after `Open`, with [`FLAG_FILTER`]).
+    Filter {
+        rules: Vec<String>,
+    },
+    /// In place of `Ranges`: the receiver keeps its own `file` as it is (it is
+    /// newer there, [`FLAG_UPDATE`]); it is neither sent nor verified.
+    Keep {
+        file: u32,
+    },
+    /// The BLAKE3 of files `first..first + hashes.len()` of the manifest
+    /// (a directory's: zeros), after the manifest, with [`FLAG_CHECKSUM`].
+    Sums {
+        first: u32,
+        hashes: Vec<[u8; 32]>,
+    },
+    /// What the receiver removed (or, with [`FLAG_DRY_RUN`], would remove)
+    /// for [`FLAG_DELETE`], before its `Close`; `more`: another follows.
+    Removed {
+        paths: Vec<String>,
+        more: bool,
+    },
 }
 
 impl Message {
@@ -239,6 +285,10 @@ impl Message {
             Message::Close { .. } => 14,
             Message::Verify { .. } => 15,
             Message::Keepalive => 17,
+            Message::Filter { .. } => 18,
+            Message::Keep { .. } => 19,
+            Message::Sums { .. } => 20,
+            Message::Removed { .. } => 21,
         }
     }
 }

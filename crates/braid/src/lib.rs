@@ -1,39 +1,29 @@
 //! braid's transfer engine: a session is one control connection and N data
 //! streams. The client dials; whichever end sends data gives each of its
 //! sockets the congestion control the session's mode asks for (Hacker 2004's
-//! combined parallel TCP, Cho & Bettati's TCP-P, or plain parallel streams).
+//! combined parallel TCP, Cho & Bettati's TCP-P, plain parallel streams, or
+//! a steer that sets them as it goes).
 //!
-//! Pure logic (what a mode means per stream, the striping scheduler, range
-//! sets, path checks, rate limiting, the block-wise BLAKE3 tree) is apart from the I/O that drives it.
+//! The rooms: `session` (the opening exchange, the sockets and the threads
+//! that run a session, each end's files), `proto` (the session without I/O:
+//! the order of messages, each end's state machine, the striping scheduler),
+//! `steer` (how many streams carry and with which control: the fixed modes'
+//! plan, auto, falcon), `path` (models of what streams move over a path, and
+//! `braid plan`'s advice), `files` (what is sent and where it lands: listing,
+//! paths below a root, range sets, the block-wise BLAKE3 tree). Pure logic
+//! is apart from the I/O that drives it; `records` is every JSON line braid
+//! prints.
 
-pub mod advice;
-pub mod auto;
-pub mod bench;
-pub mod beneath;
-pub mod bootstrap;
 pub mod cancel;
-pub mod client;
-pub mod conn;
 pub mod console;
-pub mod driver;
-pub mod engine;
 pub mod error;
-pub mod falcon;
-pub mod manifest;
-pub mod model;
-pub mod pacer;
-pub mod pathsafe;
-pub mod plan;
+pub mod files;
+pub mod path;
 pub mod proto;
-pub mod ranges;
-pub mod receive;
 pub mod records;
-pub mod sched;
-pub mod send;
-pub mod server;
 pub mod session;
+pub mod steer;
 pub mod target;
 pub mod telemetry;
-pub mod treehash;
 
 pub use error::{Error, Result};

@@ -1,6 +1,6 @@
 //! Every JSON line braid prints, as typed and versioned records: the one
 //! contract between braid and its laboratory. Each line is an object
-//! `{"type": T, "version": 2, ...}` whose `type` names one record across all
+//! `{"type": T, "version": 3, ...}` whose `type` names one record across all
 //! of braid's commands:
 //!
 //! | type | printed by | when |
@@ -19,6 +19,7 @@
 //! | `trace_stream` | `braid cc trace` | per stream, at its end |
 //! | `trace_total` | `braid cc trace` | at its end |
 //! | `plan` | `braid plan --json` | once |
+//! | `item` | `send`, `get` with `--json` | per entry of a `--dry-run`, per entry `--delete` removed |
 //!
 //! `vectors/records.jsonl` holds one line of each, written by this module's
 //! test; the laboratory's test parses the same file with its dataclasses
@@ -29,13 +30,86 @@
 use braid_cc::{SocketSettings, TcpInfo};
 use serde::Serialize;
 
-pub use crate::telemetry::{StreamSummary, Summary};
-
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// A record: its fields, and the `type` it is printed with.
 pub trait Record: Serialize {
     const TYPE: &'static str;
+}
+
+/// One stream in the final summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamSummary {
+    pub stream: usize,
+    pub cc: String,
+    pub bytes: u64,
+    pub mbps: f64,
+    pub retransmits: u64,
+    pub data_segs_out: u64,
+    pub connections: u32,
+    pub cwnd: u32,
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+}
+
+/// The last line of `--json` (the `summary` record).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub kind: &'static str,
+    /// "sender" or "receiver": which end this report is from.
+    pub role: &'static str,
+    pub mode: String,
+    pub seconds: f64,
+    /// Payload bytes this end moved.
+    pub bytes: u64,
+    pub mbps: f64,
+    /// What the peer counted, when it told us.
+    pub peer_bytes: Option<u64>,
+    pub retransmits: u64,
+    pub data_segs_out: u64,
+    /// retransmits / data_segs_out (only meaningful on the sending end).
+    pub loss_ratio: f64,
+    pub cpu_seconds: f64,
+    pub files: usize,
+    pub requeued_blocks: u64,
+    /// Congestion windows braid's controls found out of bounds and put back
+    /// during the transfer (sending end with braid's controls only).
+    pub windows_repaired: Option<u32>,
+    /// How the session's connections were sealed: `aes-256-gcm`,
+    /// `chacha20-poly1305`, or `plain` where both ends agreed to no sealing.
+    pub sealed: &'static str,
+    pub streams: Vec<StreamSummary>,
+    /// What a send or get did with each file (none for a bench).
+    pub transfer: Option<Transfer>,
+}
+
+/// What a send or get did with its files, by what the receiver had.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Transfer {
+    /// Moved whole.
+    pub sent: usize,
+    /// Continued from what an earlier session left.
+    pub resumed: usize,
+    /// Not moved: the receiver had them (same size and time, or with
+    /// --checksum the same content).
+    pub skipped: usize,
+    /// Not moved: newer at the receiver (--update).
+    pub kept: usize,
+    /// Entries --delete removed at the receiver (or would).
+    pub removed: u64,
+    /// Nothing was written, moved or removed (--dry-run).
+    pub dry_run: bool,
+}
+
+/// One entry of a `--dry-run` (what would happen to it), or one that
+/// `--delete` removed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Item {
+    pub path: String,
+    /// send, resume, skip, keep, dir or remove.
+    pub action: &'static str,
+    /// Bytes that would move (send, resume).
+    pub bytes: u64,
 }
 
 #[derive(Serialize)]
@@ -305,6 +379,7 @@ records! {
     TraceStream => "trace_stream",
     TraceTotal => "trace_total",
     Plan => "plan",
+    Item => "item",
 }
 
 #[cfg(test)]
@@ -395,6 +470,14 @@ mod tests {
                 windows_repaired: Some(0),
                 sealed: "aes-256-gcm",
                 streams: vec![stream],
+                transfer: Some(Transfer {
+                    sent: 1,
+                    resumed: 0,
+                    skipped: 2,
+                    kept: 0,
+                    removed: 1,
+                    dry_run: false,
+                }),
             }),
             line(&Source {
                 flow: 0,
@@ -483,8 +566,8 @@ mod tests {
                 mbps: 1.155,
                 retransmits: 3,
             }),
-            line(&crate::advice::advise(
-                &crate::advice::PathFacts {
+            line(&crate::path::advice::advise(
+                &crate::path::advice::PathFacts {
                     rate_bps: 100e6,
                     rtt_s: 0.068,
                     loss: 1e-5,
@@ -492,9 +575,14 @@ mod tests {
                     measured: false,
                     measured_knee: None,
                 },
-                crate::model::Response::Reno,
-                crate::model::C_PERIODIC,
+                crate::path::model::Response::Reno,
+                crate::path::model::C_PERIODIC,
             )),
+            line(&Item {
+                path: "proj/src/a.rs".into(),
+                action: "resume",
+                bytes: 4096,
+            }),
         ]
     }
 
@@ -521,6 +609,6 @@ mod tests {
             assert_eq!(v["version"], VERSION);
             assert!(seen.insert(v["type"].as_str().unwrap().to_owned()), "{l}");
         }
-        assert_eq!(seen.len(), 15);
+        assert_eq!(seen.len(), 16);
     }
 }

@@ -12,9 +12,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_cc::TcpInfo;
-use serde::Serialize;
 
-use crate::records::{self, Interval, StreamSample};
+use crate::records::{self, Interval, StreamSample, StreamSummary, Summary};
 
 /// How a session reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +24,7 @@ pub enum Output {
 }
 
 /// Streams a session may have at most (the engine's limit).
-const ROOM: usize = crate::plan::MAX_STREAMS as usize;
+const ROOM: usize = crate::steer::plan::MAX_STREAMS as usize;
 
 /// One stream, across its reconnections.
 #[derive(Default)]
@@ -78,50 +77,6 @@ pub struct Telemetry {
     pub expected: AtomicU64,
     output: Output,
     stop: AtomicBool,
-}
-
-/// One stream in the final summary.
-#[derive(Clone, Debug, Serialize)]
-pub struct StreamSummary {
-    pub stream: usize,
-    pub cc: String,
-    pub bytes: u64,
-    pub mbps: f64,
-    pub retransmits: u64,
-    pub data_segs_out: u64,
-    pub connections: u32,
-    pub cwnd: u32,
-    pub srtt_us: u32,
-    pub min_rtt_us: u32,
-}
-
-/// The last line of `--json` (the `summary` record).
-#[derive(Clone, Debug, Serialize)]
-pub struct Summary {
-    pub kind: &'static str,
-    /// "sender" or "receiver": which end this report is from.
-    pub role: &'static str,
-    pub mode: String,
-    pub seconds: f64,
-    /// Payload bytes this end moved.
-    pub bytes: u64,
-    pub mbps: f64,
-    /// What the peer counted, when it told us.
-    pub peer_bytes: Option<u64>,
-    pub retransmits: u64,
-    pub data_segs_out: u64,
-    /// retransmits / data_segs_out (only meaningful on the sending end).
-    pub loss_ratio: f64,
-    pub cpu_seconds: f64,
-    pub files: usize,
-    pub requeued_blocks: u64,
-    /// Congestion windows braid's controls found out of bounds and put back
-    /// during the transfer (sending end with braid's controls only).
-    pub windows_repaired: Option<u32>,
-    /// How the session's connections were sealed: `aes-256-gcm`,
-    /// `chacha20-poly1305`, or `plain` where both ends agreed to no sealing.
-    pub sealed: &'static str,
-    pub streams: Vec<StreamSummary>,
 }
 
 /// How a report says how a session was sealed: an unsealed one in words
@@ -363,6 +318,7 @@ impl Telemetry {
             windows_repaired: None,
             sealed: "",
             streams,
+            transfer: None,
         }
     }
 }

@@ -11,12 +11,12 @@ use std::thread;
 use std::time::Duration;
 
 use braid::cancel::Cancel;
-use braid::client::{self, Config};
-use braid::conn::Conn;
 use braid::error::Error;
-use braid::plan::StreamControl;
+use braid::proto::steer::StreamControl;
 use braid::proto::steer::{Script, Steer, Steering, StreamView};
-use braid::server;
+use braid::session::client::{self, Config};
+use braid::session::conn::Conn;
+use braid::session::server;
 use braid::session::{self, Agreed, SocketOptions, Token};
 use braid::telemetry::Output;
 use braid_wire::seal::Channel;
@@ -69,6 +69,7 @@ fn config(addr: &str, p: SessionParams, token: &str) -> Config {
         cancel: Cancel::new(),
         steer: None,
         plain: false,
+        sync: Default::default(),
     }
 }
 
@@ -752,7 +753,7 @@ fn protocol_mistakes_are_answered_with_their_reason() {
     session::client_handshake(&mut c, &Token::new(TOKEN).unwrap(), false).unwrap();
     let mut open = Vec::new();
     braid_wire::encode(&Message::Open(params(Kind::Send, 1)), &mut open);
-    let flags_at = open.len() - 9;
+    let flags_at = open.len() - 10;
     open[flags_at] = 0x40;
     c.w.send_encoded(&open).unwrap();
     match c.recv() {
@@ -1166,4 +1167,157 @@ fn destinations_name_a_single_file_as_scp_does_and_get_mirrors_it() {
     // A get that fails leaves no directory made for it.
     assert!(get(&["missing", "new.txt"], &here.join("failed")).is_err());
     assert!(!here.join("failed").exists());
+}
+
+/// rsync's options, end to end: --exclude/--include, --update, --checksum,
+/// --delete and --dry-run on send and get, each seen in the tree and in the
+/// summary's tally.
+#[test]
+fn filters_update_checksum_delete_and_dry_run_do_what_rsync_users_expect() {
+    use braid::files::filter::{Filter, Rule};
+    use braid::session::sync::Options;
+    use std::time::SystemTime;
+    let d = tempfile::tempdir().unwrap();
+    let (root, here) = (d.path().join("root"), d.path().join("here"));
+    let proj = here.join("proj");
+    fs::create_dir_all(proj.join("build")).unwrap();
+    fs::create_dir_all(proj.join("src")).unwrap();
+    fs::create_dir_all(&root).unwrap();
+    for (f, n) in [
+        ("a.rs", 1),
+        ("b.o", 2),
+        ("keep.o", 3),
+        ("build/x", 4),
+        ("src/c.rs", 5),
+    ] {
+        fs::write(proj.join(f), noise(70_000 + n * 1000, n as u64)).unwrap();
+    }
+    let addr = serve(&root);
+    let rules = |r: &[(bool, &str)]| {
+        Filter::new(r.iter().map(|(i, p)| Rule::new(*i, p).unwrap()).collect()).unwrap()
+    };
+    let filter = rules(&[(true, "keep.o"), (false, "*.o"), (false, "build/")]);
+    // With --resume, as a mirror is kept: what is there whole (size and time) is skipped.
+    let send = |sync: Options| {
+        let mut p = params(Kind::Send, 2);
+        p.flags |= FLAG_RESUME;
+        let mut cfg = config(&addr, p, TOKEN);
+        cfg.sync = sync;
+        client::send(&cfg, std::slice::from_ref(&proj), "").unwrap()
+    };
+    let tally = |s: &braid::records::Summary| s.transfer.clone().unwrap();
+    let at = |p: &str| root.join("proj").join(p);
+    let mtime = |p: &Path| fs::metadata(p).unwrap().modified().unwrap();
+    let touch = |p: &Path, t: SystemTime| {
+        let f = fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(t).unwrap();
+    };
+
+    // Filters: what they exclude stays here, and the first matching rule decides.
+    let s = send(Options {
+        filter: filter.clone(),
+        ..Default::default()
+    });
+    assert!(at("a.rs").is_file() && at("keep.o").is_file() && at("src/c.rs").is_file());
+    assert!(!at("b.o").exists() && !at("build").exists());
+    assert_eq!((tally(&s).sent, tally(&s).skipped), (3, 0));
+
+    // --update: a newer file at the receiver is kept as it is.
+    fs::write(at("a.rs"), b"edited there").unwrap();
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    touch(&at("a.rs"), later);
+    let s = send(Options {
+        filter: filter.clone(),
+        update: true,
+        ..Default::default()
+    });
+    assert_eq!(fs::read(at("a.rs")).unwrap(), b"edited there");
+    assert_eq!(tally(&s).kept, 1);
+    // Without it, the sender's file replaces it.
+    send(Options {
+        filter: filter.clone(),
+        ..Default::default()
+    });
+    assert_eq!(b3(&at("a.rs")), b3(&proj.join("a.rs")));
+
+    // --checksum: same content under another time is skipped; same size and time
+    // with other content is sent (the quick check would have kept it).
+    let c_time = mtime(&proj.join("src/c.rs"));
+    touch(&at("src/c.rs"), later);
+    let mut other = fs::read(at("keep.o")).unwrap();
+    other[0] ^= 1;
+    fs::write(at("keep.o"), &other).unwrap();
+    let k_time = mtime(&proj.join("keep.o"));
+    touch(&at("keep.o"), k_time);
+    let s = send(Options {
+        filter: filter.clone(),
+        checksum: true,
+        ..Default::default()
+    });
+    assert_eq!(
+        b3(&at("keep.o")),
+        b3(&proj.join("keep.o")),
+        "other content is sent"
+    );
+    assert_eq!(tally(&s).skipped, 2, "{:?}", tally(&s));
+    assert_eq!(tally(&s).sent, 1);
+    assert_eq!(
+        mtime(&at("src/c.rs")),
+        c_time,
+        "a file skipped by content takes the sender's time"
+    );
+
+    // --delete (dry run first): what the sender does not have goes, what the filter
+    // excludes stays, and a dry run changes nothing.
+    fs::create_dir_all(at("old/dir")).unwrap();
+    fs::write(at("old/dir/f"), b"1").unwrap();
+    fs::write(at("stale.txt"), b"1").unwrap();
+    fs::write(at("notes.o"), b"1").unwrap();
+    fs::write(proj.join("new.rs"), b"fresh").unwrap();
+    let mirror = Options {
+        filter: filter.clone(),
+        delete: true,
+        ..Default::default()
+    };
+    let s = send(Options {
+        dry_run: true,
+        ..mirror.clone()
+    });
+    let t = tally(&s);
+    assert!(t.dry_run && t.removed == 4 && t.sent == 1, "{t:?}");
+    assert!(at("stale.txt").exists() && at("old/dir/f").exists() && !at("new.rs").exists());
+    assert!(
+        !root.join("proj/.braid-partial").exists(),
+        "a dry run makes nothing"
+    );
+    let s = send(mirror.clone());
+    assert_eq!(tally(&s).removed, 4);
+    assert!(!at("stale.txt").exists() && !at("old").exists());
+    assert!(at("notes.o").exists() && at("new.rs").is_file());
+
+    // get: the server lists with the client's filter; --delete and --dry-run at this end.
+    let back = d.path().join("back");
+    fs::create_dir_all(back.join("proj")).unwrap();
+    fs::write(back.join("proj/local-only"), b"1").unwrap();
+    let get = |sync: Options| {
+        let mut cfg = config(&addr, params(Kind::Get, 2), TOKEN);
+        cfg.sync = sync;
+        client::get(&cfg, &["proj".to_string()], &back).unwrap()
+    };
+    let s = get(Options {
+        filter: rules(&[(false, "*.o")]),
+        delete: true,
+        dry_run: true,
+        ..Default::default()
+    });
+    assert!(tally(&s).dry_run && tally(&s).removed == 1);
+    assert!(back.join("proj/local-only").exists() && !back.join("proj/a.rs").exists());
+    let s = get(Options {
+        filter: rules(&[(false, "*.o")]),
+        delete: true,
+        ..Default::default()
+    });
+    assert!(!back.join("proj/local-only").exists());
+    assert!(back.join("proj/a.rs").is_file() && !back.join("proj/keep.o").exists());
+    assert_eq!(tally(&s).removed, 1);
 }

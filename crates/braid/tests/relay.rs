@@ -16,9 +16,9 @@ use std::thread;
 use std::time::Duration;
 
 use braid::cancel::Cancel;
-use braid::client::{self, Config};
-use braid::conn::Conn;
-use braid::server;
+use braid::session::client::{self, Config};
+use braid::session::conn::Conn;
+use braid::session::server;
 use braid::session::{self, SocketOptions, Token};
 use braid::telemetry::Output;
 use braid::Error;
@@ -56,6 +56,7 @@ fn config(addr: &str, kind: Kind, resume: bool) -> Config {
         cancel: Cancel::new(),
         steer: None,
         plain: false,
+        sync: Default::default(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! braid's `--mode auto` (braid::auto::Auto) on virtual time: each session
+//! braid's `--mode auto` (braid::steer::auto::Auto) on virtual time: each session
 //! is `MOST` CUBIC streams, steered as the engine steers them (how many
 //! carry, each one's rate cap) from what TCP_INFO would say of each, beside
 //! other flows. Shared by the auto tests and the design matrix
@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use braid::auto::Auto;
 use braid::proto::steer::{Steer, Steering, StreamView};
+use braid::steer::auto::Auto;
 use braid_sim::{Flow, FlowView, Outcome, Run, SimSteering, MSS};
 
 pub const S: u64 = 1_000_000_000;
@@ -163,7 +163,7 @@ pub fn autos(
         (asked, next.max(1))
     };
     // Until its first tick a session's streams beyond auto's first do not carry.
-    let first = braid::auto::first_streams(MOST, 1);
+    let first = braid::steer::auto::first_streams(MOST, 1);
     let mut run = Run::new(cfg(link, rtt_ms), (rtt_ms / 2.0 * 1e6) as u64, &flows);
     let parked: Vec<SimSteering> = (0..sessions)
         .flat_map(|k| (first..MOST).map(move |i| SimSteering::Carry(k * MOST + i, false)))

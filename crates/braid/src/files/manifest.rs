@@ -16,9 +16,10 @@ use std::sync::Arc;
 
 use braid_wire::{FileEntry, MODE_DIR};
 
-use crate::beneath::{Access, Dir, Kind, Meta};
 use crate::error::{Code, Error, Result};
-use crate::pathsafe;
+use crate::files::beneath::{Access, Dir, Kind, Meta};
+use crate::files::filter::Filter;
+use crate::files::pathsafe;
 
 /// A file to send: its manifest entry and where it is here.
 #[derive(Clone, Debug)]
@@ -65,8 +66,14 @@ impl Source {
 /// reported), so a tree cannot smuggle in what it points to; so is braid's
 /// own staging directory. A source the user names is theirs: a link they
 /// name is followed. Every file is opened once here, so one that cannot be
-/// read is an error before any data moves.
-pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<String>)> {
+/// read is an error before any data moves. `filter` leaves out what it
+/// excludes (a directory with all below it), matched against the path as
+/// listed: a named directory's own name first.
+pub fn list(
+    sources: &[PathBuf],
+    prefix: &str,
+    filter: &Filter,
+) -> Result<(Vec<Source>, Vec<String>)> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for src in sources {
@@ -84,11 +91,21 @@ pub fn list(sources: &[PathBuf], prefix: &str) -> Result<(Vec<Source>, Vec<Strin
             )));
         }
         let top = join(prefix, name);
+        if filter.excludes(name, meta.is_dir()) {
+            skipped.push(format!("{}: excluded", src.display()));
+            continue;
+        }
         let io_err = |e| Error::io(format!("reading {}", src.display()), e);
         if meta.is_dir() {
             let base = Arc::new(Dir::open(src).map_err(io_err)?);
             out.push(dir_source(src, &top, &Meta::of_fd(&*base).map_err(io_err)?));
-            walk(&base, Path::new(""), &top, &mut out, &mut skipped)?;
+            let mut w = Walk {
+                filter,
+                from: top.len() - name.len(),
+                out: &mut out,
+                skipped: &mut skipped,
+            };
+            w.walk(&base, Path::new(""), &top)?;
         } else if meta.is_file() {
             // Listed from the directory that really holds it, so that it is
             // opened again there without following the link the user named.
@@ -196,65 +213,84 @@ pub fn blake3_of(mut f: &fs::File) -> std::io::Result<([u8; 32], u64)> {
     }
 }
 
-/// Lists the tree below `base`'s `rel` (its entries named under `path`),
-/// in name order, through descriptors: links are skipped, not followed.
-fn walk(
-    base: &Arc<Dir>,
-    rel: &Path,
-    path: &str,
-    out: &mut Vec<Source>,
-    skipped: &mut Vec<String>,
-) -> Result<()> {
-    let shown = base.shown(rel);
-    let listing = base
-        .dir(rel)
-        .and_then(|d| d.entries())
-        .map_err(|e| Error::io(format!("listing {}", shown.display()), e))?;
-    let mut entries = listing;
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, kind) in entries {
-        let local = shown.join(&name);
-        let Some(name) = name.to_str().map(str::to_owned) else {
-            skipped.push(format!("{}: not UTF-8", local.display()));
-            continue;
-        };
-        let r = rel.join(&name);
-        let p = join(path, &name);
-        if kind == Kind::Link {
-            skipped.push(format!("{}: a symbolic link", local.display()));
-        } else if pathsafe::is_internal(&name) {
-            skipped.push(format!(
-                "{}: braid's staging directory (part files of an unfinished transfer)",
-                local.display()
-            ));
-        } else if kind == Kind::Dir {
-            let meta = base
-                .dir(&r)
-                .and_then(|d| d.meta_here())
-                .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
-            out.push(dir_source(&local, &p, &meta));
-            walk(base, &r, &p, out, skipped)?;
-        } else if kind == Kind::File {
-            out.push(file_source(base, &r, &local, &p)?);
-        } else {
-            skipped.push(format!("{}: not a regular file", local.display()));
+/// A listing under way: what it leaves out and what it found.
+struct Walk<'a> {
+    filter: &'a Filter,
+    /// Where, in a manifest path, the path the filter matches begins (after
+    /// a `send`'s destination prefix).
+    from: usize,
+    out: &'a mut Vec<Source>,
+    skipped: &'a mut Vec<String>,
+}
+
+impl Walk<'_> {
+    /// Lists the tree below `base`'s `rel` (its entries named under `path`),
+    /// in name order, through descriptors: links are skipped, not followed.
+    fn walk(&mut self, base: &Arc<Dir>, rel: &Path, path: &str) -> Result<()> {
+        let shown = base.shown(rel);
+        let listing = base
+            .dir(rel)
+            .and_then(|d| d.entries())
+            .map_err(|e| Error::io(format!("listing {}", shown.display()), e))?;
+        let mut entries = listing;
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, kind) in entries {
+            let local = shown.join(&name);
+            let Some(name) = name.to_str().map(str::to_owned) else {
+                self.skipped.push(format!("{}: not UTF-8", local.display()));
+                continue;
+            };
+            let r = rel.join(&name);
+            let p = join(path, &name);
+            if self.filter.excludes(&p[self.from..], kind == Kind::Dir) {
+                // Left out as asked: not a surprise worth a line.
+                continue;
+            }
+            if kind == Kind::Link {
+                self.skipped
+                    .push(format!("{}: a symbolic link", local.display()));
+            } else if pathsafe::is_internal(&name) {
+                self.skipped.push(format!(
+                    "{}: braid's staging directory (part files of an unfinished transfer)",
+                    local.display()
+                ));
+            } else if kind == Kind::Dir {
+                let meta = base
+                    .dir(&r)
+                    .and_then(|d| d.meta_here())
+                    .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
+                self.out.push(dir_source(&local, &p, &meta));
+                self.walk(base, &r, &p)?;
+            } else if kind == Kind::File {
+                self.out.push(file_source(base, &r, &local, &p)?);
+            } else {
+                self.skipped
+                    .push(format!("{}: not a regular file", local.display()));
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Server side of `get`: resolves requested paths below `root`, refusing
 /// anything that would leave it, symbolic links on the way included, and
 /// braid's own staging directories. `.` (or an empty path) is the root
-/// itself: its contents, named as below it.
-pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>> {
+/// itself: its contents, named as below it. `filter` (the client's) leaves
+/// out what it excludes, matched against the paths as offered.
+pub fn resolve_request(root: &Path, requested: &[String], filter: &Filter) -> Result<Vec<Source>> {
     let base =
         Arc::new(Dir::open(root).map_err(|e| Error::io(format!("opening {}", root.display()), e))?);
     let mut out = Vec::new();
     let mut skipped = Vec::new();
+    let mut w = Walk {
+        filter,
+        from: 0,
+        out: &mut out,
+        skipped: &mut skipped,
+    };
     for r in requested {
         if r.is_empty() || r == "." {
-            walk(&base, Path::new(""), "", &mut out, &mut skipped)?;
+            w.walk(&base, Path::new(""), "")?;
             continue;
         }
         let parts =
@@ -297,10 +333,13 @@ pub fn resolve_request(root: &Path, requested: &[String]) -> Result<Vec<Source>>
         match meta.kind {
             Kind::Link => return Err(through_link()),
             Kind::Dir => {
-                out.push(dir_source(&local, name, &meta));
-                walk(&base, &rel, name, &mut out, &mut skipped)?;
+                if !filter.excludes(name, true) {
+                    w.out.push(dir_source(&local, name, &meta));
+                    w.walk(&base, &rel, name)?;
+                }
             }
-            Kind::File => out.push(file_source(&base, &rel, &local, name)?),
+            Kind::File if filter.excludes(name, false) => {}
+            Kind::File => w.out.push(file_source(&base, &rel, &local, name)?),
             Kind::Other => {
                 return Err(Error::refused(
                     Code::BadRequest,
@@ -370,7 +409,8 @@ mod tests {
         fs::write(top.join("b/c/z"), b"").unwrap();
         fs::write(top.join("b/y"), b"yyy").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", top.join("link")).unwrap();
-        let (files, skipped) = list(std::slice::from_ref(&top), "./dest/").unwrap();
+        let (files, skipped) =
+            list(std::slice::from_ref(&top), "./dest/", &Filter::default()).unwrap();
         let paths: Vec<_> = files
             .iter()
             .map(|s| (s.entry.path.as_str(), s.entry.size))
@@ -393,6 +433,65 @@ mod tests {
     }
 
     #[test]
+    fn a_filter_leaves_out_what_it_excludes_and_what_lies_below_an_excluded_directory() {
+        use crate::files::filter::Rule;
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path().join("proj");
+        fs::create_dir_all(top.join("build/deep")).unwrap();
+        fs::create_dir_all(top.join("src")).unwrap();
+        for f in [
+            "a.rs",
+            "a.o",
+            "keep.o",
+            "build/x",
+            "build/deep/keep.o",
+            "src/b.rs",
+            "src/c.o",
+        ] {
+            fs::write(top.join(f), b"x").unwrap();
+        }
+        let filter = Filter::new(vec![
+            Rule::new(true, "/proj/keep.o").unwrap(),
+            Rule::new(false, "*.o").unwrap(),
+            Rule::new(false, "build/").unwrap(),
+        ])
+        .unwrap();
+        let names = |files: Vec<Source>| -> Vec<String> {
+            files.into_iter().map(|s| s.entry.path).collect()
+        };
+        let (files, skipped) = list(std::slice::from_ref(&top), "dest", &filter).unwrap();
+        assert_eq!(
+            names(files),
+            [
+                "dest/proj",
+                "dest/proj/a.rs",
+                "dest/proj/keep.o",
+                "dest/proj/src",
+                "dest/proj/src/b.rs"
+            ]
+        );
+        assert!(skipped.is_empty(), "{skipped:?}");
+        // A get's server lists with the client's filter, matched as offered.
+        let got = resolve_request(d.path(), &["proj".into()], &filter).unwrap();
+        assert_eq!(
+            names(got),
+            [
+                "proj",
+                "proj/a.rs",
+                "proj/keep.o",
+                "proj/src",
+                "proj/src/b.rs"
+            ]
+        );
+        let only = Filter::new(vec![Rule::new(false, "proj").unwrap()]).unwrap();
+        let (files, skipped) = list(std::slice::from_ref(&top), "", &only).unwrap();
+        assert!(
+            files.is_empty() && skipped[0].contains("excluded"),
+            "{skipped:?}"
+        );
+    }
+
+    #[test]
     fn names_braid_once_skipped_are_sent_and_its_staging_directory_is_named() {
         let d = tempfile::tempdir().unwrap();
         let top = d.path().join("t");
@@ -401,7 +500,7 @@ mod tests {
         for n in ["a.braid-part", ".b.braid-journal", ".c.tmp"] {
             fs::write(top.join(n), b"x").unwrap();
         }
-        let (files, skipped) = list(std::slice::from_ref(&top), "").unwrap();
+        let (files, skipped) = list(std::slice::from_ref(&top), "", &Filter::default()).unwrap();
         let paths: Vec<&str> = files.iter().map(|s| s.entry.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -427,7 +526,7 @@ mod tests {
         let f = d.path().join("locked");
         fs::write(&f, b"x").unwrap();
         fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
-        let e = list(&[f], "").unwrap_err();
+        let e = list(&[f], "", &Filter::default()).unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
     }
 
@@ -440,12 +539,12 @@ mod tests {
         fs::write(d.path().join("secret"), b"s").unwrap();
         std::os::unix::fs::symlink(d.path().join("secret"), root.join("pub/escape")).unwrap();
         assert_eq!(
-            resolve_request(&root, &["pub/f".into()]).unwrap()[0]
+            resolve_request(&root, &["pub/f".into()], &Filter::default()).unwrap()[0]
                 .entry
                 .path,
             "f"
         );
-        let all: Vec<String> = resolve_request(&root, &[".".into()])
+        let all: Vec<String> = resolve_request(&root, &[".".into()], &Filter::default())
             .unwrap()
             .into_iter()
             .map(|s| s.entry.path)
@@ -465,7 +564,7 @@ mod tests {
             "pub/.braid-partial/x.part",
             ".braid-partial",
         ] {
-            let e = resolve_request(&root, &[bad.into()]).unwrap_err();
+            let e = resolve_request(&root, &[bad.into()], &Filter::default()).unwrap_err();
             assert!(
                 matches!(
                     e,
@@ -478,7 +577,7 @@ mod tests {
             );
         }
         assert!(matches!(
-            resolve_request(&root, &["nope".into()]),
+            resolve_request(&root, &["nope".into()], &Filter::default()),
             Err(Error::Refused {
                 code: Code::NotFound,
                 ..
@@ -521,7 +620,7 @@ mod tests {
         fs::write(root.join("pub/f"), b"listed").unwrap();
         fs::write(root.join("pub/g"), b"listed too").unwrap();
         fs::write(d.path().join("shadow"), b"secret").unwrap();
-        let sources = resolve_request(&root, &["pub".into()]).unwrap();
+        let sources = resolve_request(&root, &["pub".into()], &Filter::default()).unwrap();
         let f = sources.iter().find(|s| s.entry.path == "pub/f").unwrap();
         let g = sources.iter().find(|s| s.entry.path == "pub/g").unwrap();
         assert_eq!(fs::read_to_string(root.join("pub/f")).unwrap(), "listed");

@@ -160,6 +160,11 @@ pub fn hash_block(data: &[u8], offset: u64, size: u64) -> ChainingValue {
     block_value(data, offset, size)
 }
 
+/// Bytes as lowercase hex: hashes in messages, names derived from them, tokens.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

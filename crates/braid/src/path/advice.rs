@@ -2,9 +2,9 @@
 //! and the mode and number of streams to use, with the reason. Pure: the
 //! path comes from the command line or from a short probe (braid-cli).
 
-use crate::model::{knee_streams, mathis_bps, Response};
-use crate::plan::MAX_STREAMS;
+use crate::path::model::{knee_streams, mathis_bps, Response};
 use crate::records::{Plan, PlanMode};
+use crate::steer::plan::MAX_STREAMS;
 
 /// A path as the models need it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -148,7 +148,7 @@ pub fn advise(path: &PathFacts, control: Response, c: f64) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{C_PERIODIC, C_RANDOM};
+    use crate::path::model::{C_PERIODIC, C_RANDOM};
 
     fn path(rate: f64, rtt: f64, loss: f64) -> PathFacts {
         PathFacts {

@@ -53,9 +53,31 @@
 //! are braid_wire::Code.
 //! ```
 
+use braid_wire::Message;
+
+use crate::error::Error;
+use crate::files::ranges::RangeSet;
+
 pub mod receiver;
+pub mod sched;
 pub mod sender;
 pub mod steer;
 
 #[cfg(test)]
 mod sim;
+
+/// A message that is not the one the order above has next.
+pub(crate) fn unexpected(wanted: &str, got: &Message) -> Error {
+    let name = format!("{got:?}");
+    let name = name.split([' ', '(', '{']).next().unwrap_or("?").to_owned();
+    Error::Protocol(format!("expected {wanted}, got {name}"))
+}
+
+/// What the receiver said of one file of the manifest before any data moved.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// It holds these ranges already (none: it wants the whole file).
+    Holds(RangeSet),
+    /// It keeps its own file as it is: nothing is sent or verified.
+    Keeps,
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use braid_wire::Message;
 
 use crate::error::Error;
-use crate::session::unexpected;
+use crate::proto::unexpected;
 
 pub const WAIT: Duration = Duration::from_millis(200);
 pub const QUIET: Duration = Duration::from_millis(20);

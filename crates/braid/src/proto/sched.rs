@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use crate::ranges::RangeSet;
+use crate::files::ranges::RangeSet;
 
 /// One block: `len` bytes of `file` at `offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

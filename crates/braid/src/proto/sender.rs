@@ -13,9 +13,9 @@ use std::collections::VecDeque;
 use braid_wire::Message;
 
 use crate::error::Error;
-use crate::ranges::RangeSet;
-use crate::sched::{BlockRef, Scheduler};
-use crate::session::unexpected;
+use crate::files::ranges::RangeSet;
+use crate::proto::sched::{BlockRef, Scheduler};
+use crate::proto::unexpected;
 
 /// What a stream's worker does next.
 #[derive(Debug, PartialEq, Eq)]
@@ -94,8 +94,9 @@ pub struct SenderCore {
 }
 
 impl SenderCore {
-    /// `files`: each file's name (for messages), size, whether it is a
-    /// directory, and what the receiver holds of it already.
+    /// `files`: each file's name (for messages), size, whether it is settled
+    /// from the start (a directory, or a file the receiver keeps: nothing to
+    /// move or verify), and what the receiver holds of it already.
     pub fn new(files: &[(String, u64, bool, RangeSet)], block_size: u32, streams: usize) -> Self {
         let plan: Vec<(u64, RangeSet)> = files
             .iter()

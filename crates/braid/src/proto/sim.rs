@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use braid_wire::Message;
 
 use super::sender::{Action, Next, SenderCore};
-use crate::ranges::RangeSet;
-use crate::sched::BlockRef;
+use crate::files::ranges::RangeSet;
+use crate::proto::sched::BlockRef;
 
 struct Rng(u64);
 

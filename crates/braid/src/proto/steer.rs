@@ -8,7 +8,14 @@ use std::time::Duration;
 
 use braid_cc::TcpInfo;
 
-use crate::plan::StreamControl;
+use braid_cc::SocketSettings;
+
+/// One stream's control: `None` keeps the system default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamControl {
+    pub cc: Option<String>,
+    pub settings: SocketSettings,
+}
 
 /// One stream as a steer sees it on a tick.
 #[derive(Clone, Debug, Default)]

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use braid_wire::Message;
 
 use crate::cancel::{Cancel, WakeGuard};
-use crate::conn::{Bell, Conn};
-use crate::engine::Life;
 use crate::error::{Error, Result};
-use crate::pacer::Pacer;
-use crate::session::unexpected;
+use crate::proto::unexpected;
+use crate::session::conn::{Bell, Conn};
+use crate::session::engine::Life;
+use crate::session::pacer::Pacer;
 use crate::telemetry::Telemetry;
 
 const CHUNK: usize = 128 * 1024;
@@ -135,7 +135,7 @@ pub fn receive(
         }
     }
     if cancel.is_cancelled() || over.is_cancelled() {
-        crate::conn::reset(r.stream());
+        crate::session::conn::reset(r.stream());
     }
     // Closed now, so the sender sees its stream's end (a stream that left
     // would otherwise stay open until the session's end).

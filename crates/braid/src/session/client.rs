@@ -12,17 +12,21 @@ use std::time::Duration;
 use braid_wire::{FileEntry, Kind, Message, SessionParams, FLAG_NAME_AS_DEST, FLAG_RESUME};
 
 use crate::cancel::Cancel;
-use crate::conn::{self, Conn, Idle};
-use crate::driver::{self, BenchRole, Run, Sending, Side};
-use crate::engine::{self, Notes};
 use crate::error::{Error, Result};
-use crate::manifest;
-use crate::pacer::Pacer;
-use crate::plan::{self, mode_name};
+use crate::files::manifest;
 use crate::proto::steer::Steer;
-use crate::receive::{claims::Claims, RecvOptions, RecvShared};
+use crate::proto::Answer;
+use crate::records::Summary;
+use crate::records::{Item, Transfer};
+use crate::session::conn::{self, Conn, Idle};
+use crate::session::driver::{self, BenchRole, Run, Sending, Side};
+use crate::session::engine::{self, Notes};
+use crate::session::pacer::Pacer;
+use crate::session::receive::{claims::Claims, RecvOptions, RecvShared};
+use crate::session::sync::{self, Removed, Would};
 use crate::session::{self, Agreed, ManifestLimits, SocketOptions, Token};
-use crate::telemetry::{Output, Summary, Telemetry};
+use crate::steer::plan::{self, mode_name};
+use crate::telemetry::{Output, Telemetry};
 
 /// Everything a client session needs.
 #[derive(Clone)]
@@ -43,6 +47,9 @@ pub struct Config {
     pub steer: Option<SharedSteer>,
     /// Asks for an unsealed session (a trusted link; the server must allow it).
     pub plain: bool,
+    /// What a send or get does with what the receiver has (filters,
+    /// --update, --checksum, --dry-run, --delete).
+    pub sync: sync::Options,
 }
 
 /// A steer a session borrows while it runs.
@@ -54,6 +61,9 @@ impl Config {
         let mut p = self.params.clone();
         p.kind = kind;
         p.limit_bps = self.limit_bps.unwrap_or(0);
+        if kind != Kind::Bench {
+            p.flags |= self.sync.flags();
+        }
         p
     }
 }
@@ -122,7 +132,7 @@ pub fn resolved(cfg: Config, kind: Kind) -> Result<Config> {
 fn accepted(ctrl: &mut Conn, cfg: &Config) -> Result<(u64, SessionParams)> {
     match ctrl.recv()? {
         Message::Accepted { session } => Ok((session, cfg.params.clone())),
-        m => Err(session::unexpected("the session's acceptance", &m)),
+        m => Err(crate::proto::unexpected("the session's acceptance", &m)),
     }
 }
 
@@ -304,24 +314,48 @@ fn rename_top(files: &mut [FileEntry], from: &str, to: &str) {
 
 /// `braid send`: files and directories to `dest` below the server's root.
 pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
-    let (files, skipped) = manifest::list(sources, dest)?;
+    let (files, skipped) = manifest::list(sources, dest, &cfg.sync.filter)?;
     if cfg.output != Output::Json {
         for s in &skipped {
             crate::errln!("braid: skipping {s}");
         }
     }
-    check_sending(cfg, true)?;
+    let dry = cfg.sync.dry_run;
+    if !dry {
+        check_sending(cfg, true)?;
+    }
+    // Read before the session opens, so the server is not kept waiting.
+    let sums = if cfg.sync.checksum {
+        Some(sync::sums(&files, &mut || Ok(()))?)
+    } else {
+        None
+    };
     let mut o = open(cfg)?;
     let mut params = cfg.open_params(Kind::Send);
     if names_the_file(&files, dest) {
         params.flags |= FLAG_NAME_AS_DEST;
     }
     o.ctrl.send_or_reason(&Message::Open(params))?;
+    sync::send_filter(&mut o.ctrl, &cfg.sync.filter)?;
     let entries: Vec<FileEntry> = files.iter().map(|s| s.entry.clone()).collect();
     session::send_manifest(&mut o.ctrl, &entries)?;
+    if let Some(sums) = &sums {
+        sync::send_sums(&mut o.ctrl, sums)?;
+    }
     let (session, _) = accepted(&mut o.ctrl, cfg)?;
     // A receiver holds at most a range per block it could have written.
-    let held = engine::read_ranges(&mut o.ctrl, files.len(), crate::receive::DEFAULT_MAX_BLOCKS)?;
+    let answers = engine::read_answers(
+        &mut o.ctrl,
+        files.len(),
+        crate::session::receive::DEFAULT_MAX_BLOCKS,
+    )?;
+    if dry {
+        let removed = read_dry_end(&mut o.ctrl, cfg.sync.delete)?;
+        let tel = Telemetry::new(0, cfg.output);
+        return Ok(dry_run(
+            cfg, &tel, "send", "sender", &entries, &answers, removed,
+        ));
+    }
     let sending = controls(cfg, session)?;
     let n = plan::initial_streams(&cfg.params);
     let tel = Telemetry::new(n, cfg.output);
@@ -345,7 +379,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         Side::Dial(&dial),
         &sending,
         &files,
-        &held,
+        &answers,
         &cfg.params,
         cfg.limit_bps,
         run,
@@ -358,15 +392,125 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     summary.requeued_blocks = sent.requeued;
     summary.windows_repaired = sending.repaired_windows();
     summary.sealed = agreed.suite.name();
+    let mut transfer = tally(&entries, &answers);
+    transfer.removed = sent.removed.count;
+    // A file the receiver kept was not verified: it is not the sender's.
+    summary.files -= transfer.kept;
+    summary.transfer = Some(transfer);
+    tell_removed(cfg, &sent.removed.shown, sent.removed.count);
     Ok(summary)
+}
+
+/// What the receiver did with each file, from its answers.
+fn tally(entries: &[FileEntry], answers: &[Answer]) -> Transfer {
+    let mut t = Transfer::default();
+    for (e, a) in entries.iter().zip(answers) {
+        match Would::of(e, a) {
+            Would::Send => t.sent += 1,
+            Would::Resume(_) => t.resumed += 1,
+            Would::Skip => t.skipped += 1,
+            Would::Keep => t.kept += 1,
+            Would::Dir => {}
+        }
+    }
+    t
+}
+
+/// A dry run's end at the sending client: what the server would remove,
+/// then its `Close`.
+fn read_dry_end(ctrl: &mut Conn, delete: bool) -> Result<Removed> {
+    let mut removed = Removed::default();
+    loop {
+        match ctrl.recv()? {
+            Message::Removed { paths, more } if delete => removed.add(paths, more),
+            Message::Close { .. } if !delete || removed.whole => return Ok(removed),
+            m => return Err(crate::proto::unexpected("the end of a dry run", &m)),
+        }
+    }
+}
+
+/// What a dry run says: each entry's fate (and each removal), then a
+/// summary that moved nothing.
+fn dry_run(
+    cfg: &Config,
+    tel: &Arc<Telemetry>,
+    kind: &'static str,
+    role: &'static str,
+    entries: &[FileEntry],
+    answers: &[Answer],
+    removed: Removed,
+) -> Summary {
+    for (e, a) in entries.iter().zip(answers) {
+        let would = Would::of(e, a);
+        let bytes = match would {
+            Would::Send => e.size,
+            Would::Resume(held) => e.size - held,
+            _ => 0,
+        };
+        item(cfg, &e.path, would.word(), bytes);
+    }
+    for p in &removed.shown {
+        item(cfg, p, "remove", 0);
+    }
+    if removed.count > removed.shown.len() as u64 {
+        crate::errln!(
+            "braid: and {} more would be removed",
+            removed.count - removed.shown.len() as u64
+        );
+    }
+    let mut summary = tel.finish(kind, role, mode_name(&cfg.params));
+    summary.files = entries.iter().filter(|e| !e.is_dir()).count();
+    let mut transfer = tally(entries, answers);
+    transfer.removed = removed.count;
+    transfer.dry_run = true;
+    summary.transfer = Some(transfer);
+    summary
+}
+
+fn item(cfg: &Config, path: &str, action: &'static str, bytes: u64) {
+    match cfg.output {
+        Output::Json => crate::records::print(&Item {
+            path: path.to_owned(),
+            action,
+            bytes,
+        }),
+        Output::Human => {
+            let size = if bytes > 0 {
+                format!("  ({})", crate::telemetry::human_bytes(bytes))
+            } else {
+                String::new()
+            };
+            crate::outln!("would {action:<6} {path}{size}")
+        }
+        Output::Quiet => {}
+    }
+}
+
+/// What --delete removed at the receiver, as a user reads it.
+fn tell_removed(cfg: &Config, shown: &[String], count: u64) {
+    for p in shown {
+        match cfg.output {
+            Output::Json => crate::records::print(&Item {
+                path: p.clone(),
+                action: "remove",
+                bytes: 0,
+            }),
+            Output::Human => crate::outln!("removed {p}"),
+            Output::Quiet => {}
+        }
+    }
+    if count > shown.len() as u64 && cfg.output == Output::Human {
+        crate::outln!("removed {} more", count - shown.len() as u64);
+    }
 }
 
 /// `braid get`: files and directories below the server's root into `local`.
 pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
     let (into, rename, made) = local_target(remote, local)?;
     let got = get_into(cfg, remote, &into, rename);
-    if got.is_err() && made {
-        // Made for this get and left empty by its failure: not left behind.
+    if made && (got.is_err() || cfg.sync.dry_run) {
+        // Made for this get and left empty by its failure (or a dry run):
+        // not left behind.
         let _ = std::fs::remove_dir(&into);
     }
     got
@@ -376,6 +520,7 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Get)))?;
+    sync::send_filter(&mut o.ctrl, &cfg.sync.filter)?;
     let wanted: Vec<FileEntry> = remote
         .iter()
         .map(|p| FileEntry {
@@ -393,17 +538,45 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     if let Some((from, to)) = rename {
         rename_top(&mut files, &from, &to);
     }
+    let same = if cfg.sync.checksum {
+        let theirs = sync::read_sums(&mut o.ctrl, files.len())?;
+        let w = &mut o.ctrl.w;
+        let same = sync::same_content(local, &files, &theirs, &mut || w.keepalive());
+        Some(o.ctrl.tell(same)?)
+    } else {
+        None
+    };
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
-    let opts = RecvOptions::new(
-        cfg.params.flags & FLAG_RESUME != 0,
-        cfg.params.block_size,
-        Claims::new(),
-    );
+    let opts = RecvOptions {
+        sync: cfg.sync.receiving(same),
+        ..RecvOptions::new(
+            cfg.params.flags & FLAG_RESUME != 0,
+            cfg.params.block_size,
+            Claims::new(),
+        )
+    };
     let shared = o
         .ctrl
         .tell(RecvShared::new(local, &files, &opts, tel.clone()))?;
+    let answers = shared.answers();
     engine::send_held(&mut o.ctrl, &shared)?;
+    if cfg.sync.dry_run {
+        let extra = o.ctrl.tell(shared.extraneous())?;
+        let removed = Removed::from_paths(
+            extra
+                .into_iter()
+                .map(|x| x.path.to_string_lossy().into_owned())
+                .collect(),
+        );
+        match o.ctrl.recv()? {
+            Message::Close { .. } => {}
+            m => return Err(crate::proto::unexpected("the end of a dry run", &m)),
+        }
+        return Ok(dry_run(
+            cfg, &tel, "get", "receiver", &files, &answers, removed,
+        ));
+    }
     let sampler = tel.spawn_sampler(cfg.interval);
     let dial = dialer(cfg, o.addr, o.agreed, o.idle.clone(), session, None);
     let run = Run {
@@ -419,5 +592,11 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     summary.peer_bytes = Some(peer);
     summary.files = files.iter().filter(|f| !f.is_dir()).count();
     summary.sealed = o.agreed.suite.name();
+    let removed = shared.removed();
+    let mut transfer = tally(&files, &answers);
+    transfer.removed = removed.len() as u64;
+    summary.files -= transfer.kept;
+    summary.transfer = Some(transfer);
+    tell_removed(cfg, &removed, removed.len() as u64);
     Ok(summary)
 }

@@ -21,23 +21,25 @@ use std::time::{Duration, Instant};
 
 use braid_wire::{Kind, Mode, SessionParams, FLAG_REVERSE};
 
-use crate::auto::Auto;
-use crate::bench;
 use crate::cancel::Cancel;
-use crate::conn::Conn;
-use crate::engine::{
+use crate::error::Result;
+use crate::files::manifest::Source;
+use crate::proto::steer::Steer;
+use crate::proto::steer::StreamControl;
+use crate::proto::Answer;
+use crate::session;
+use crate::session::bench;
+use crate::session::conn::Conn;
+use crate::session::engine::{
     self, Arrivals, BenchSteer, Hooks, Life, Notes, SteerHook, StreamEnd, Streams,
 };
-use crate::error::Result;
-use crate::falcon::Falcon;
-use crate::manifest::Source;
-use crate::pacer::Pacer;
-use crate::plan::{self, StreamControl};
-use crate::proto::steer::Steer;
-use crate::ranges::RangeSet;
-use crate::receive::RecvShared;
-use crate::send::SendShared;
-use crate::session;
+use crate::session::pacer::Pacer;
+use crate::session::receive::RecvShared;
+use crate::session::send::SendShared;
+use crate::session::sync::Removed;
+use crate::steer::auto::Auto;
+use crate::steer::falcon::Falcon;
+use crate::steer::plan;
 use crate::telemetry::Telemetry;
 
 /// A data stream's work on one connection.
@@ -223,6 +225,8 @@ pub struct Sent {
     /// The receiver's count of bytes, from its `Close`.
     pub peer: u64,
     pub requeued: u64,
+    /// What the receiver's --delete removed.
+    pub removed: Removed,
 }
 
 /// The sending end of `send` (client) and `get` (server), once the manifest
@@ -233,7 +237,7 @@ pub fn send_files(
     side: Side,
     sending: &Sending,
     sources: &[Source],
-    held: &[RangeSet],
+    answers: &[Answer],
     p: &SessionParams,
     limit_bps: Option<u64>,
     run: Run,
@@ -249,7 +253,7 @@ pub fn send_files(
     let (tx, rx) = engine::events();
     let shared = SendShared::new(
         sources,
-        held,
+        answers,
         p.block_size,
         n,
         tx.clone(),
@@ -285,9 +289,11 @@ pub fn send_files(
         }
         life.end(r, tel)
     });
+    let removed = shared.removed.lock().unwrap().clone();
     Ok(Sent {
         peer: r?,
         requeued: shared.requeued(),
+        removed,
     })
 }
 

@@ -12,17 +12,18 @@ use std::time::{Duration, Instant};
 use braid_wire::Message;
 
 use crate::cancel::{Cancel, WakeGuard};
-use crate::conn::{Bell, Conn, FrameWriter};
 use crate::error::{Error, Result};
-use crate::manifest::Source;
-use crate::plan::{StreamControl, MAX_STREAMS};
+use crate::files::manifest::Source;
+use crate::files::ranges::RangeSet;
 use crate::proto::receiver::{ReceiverCore, Step};
 use crate::proto::sender::Action;
+use crate::proto::steer::StreamControl;
 use crate::proto::steer::{Steer, Steering, StreamView};
-use crate::ranges::RangeSet;
-use crate::receive::{self, Ended, RecvShared};
-use crate::send::{self, Event, SendShared};
-use crate::session::unexpected;
+use crate::proto::{unexpected, Answer};
+use crate::session::conn::{Bell, Conn, FrameWriter};
+use crate::session::receive::{self, Ended, RecvShared};
+use crate::session::send::{self, Event, SendShared};
+use crate::steer::plan::MAX_STREAMS;
 use crate::telemetry::Telemetry;
 
 /// A lost stream is redialled this many times in a row before the session gives up.
@@ -636,6 +637,9 @@ pub fn drive_sender(
             Ok(Event::Hashed(f, h)) => shared.with_core(|c| c.on_hashed(f, h)),
             Ok(Event::SourceFailed(_, why)) => shared
                 .with_core(|c| c.fail(Error::io(why, std::io::Error::other("source changed")))),
+            Ok(Event::Control(Ok(Message::Removed { paths, more }))) => {
+                shared.removed.lock().unwrap().add(paths, more)
+            }
             Ok(Event::Control(Ok(m))) => shared.with_core(|c| c.on_control(m)),
             Ok(Event::Control(Err(e))) => {
                 shared.abort();
@@ -751,7 +755,7 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
         }
         if !asked.is_empty() {
             // Counted after the steering, so the record says what the steer chose.
-            let carrying = (0..crate::plan::MAX_STREAMS as usize)
+            let carrying = (0..crate::steer::plan::MAX_STREAMS as usize)
                 .filter(|i| (hook.wanted)(*i))
                 .count();
             report_steer(steer, start.elapsed(), carrying, notes);
@@ -773,7 +777,7 @@ pub struct BenchSteer<'a> {
 /// progress every second, and answers `Close`. Whatever ends the session,
 /// the sender hears why.
 pub fn drive_receiver(
-    mut r: crate::conn::FrameReader,
+    mut r: crate::session::conn::FrameReader,
     w: &Mutex<FrameWriter>,
     shared: &RecvShared,
     life: &Life,
@@ -849,6 +853,9 @@ pub fn drive_receiver(
                     ));
                 }
                 shared.finish()?;
+                if let Some(removed) = shared.delete_extraneous()? {
+                    crate::session::sync::send_removed(&mut w.lock().unwrap(), &removed)?;
+                }
                 life.done.cancel();
                 let got = shared.tel.total();
                 w.lock().unwrap().send(&Message::Close { bytes: got })?;
@@ -898,10 +905,10 @@ fn peer_reason(events: &Receiver<Event>) -> Option<Error> {
     None
 }
 
-/// Reads the receiver's `Ranges`, one per file of the manifest.
-/// Each frame is bounded by the codec; `max_ranges` bounds them all.
-pub fn read_ranges(ctrl: &mut Conn, n: usize, max_ranges: u64) -> Result<Vec<RangeSet>> {
-    let mut held = vec![RangeSet::new(); n];
+/// Reads the receiver's answers (`Ranges` or `Keep`), one per file of the
+/// manifest. Each frame is bounded by the codec; `max_ranges` bounds them all.
+pub fn read_answers(ctrl: &mut Conn, n: usize, max_ranges: u64) -> Result<Vec<Answer>> {
+    let mut answers = vec![Answer::Holds(RangeSet::new()); n];
     let mut seen = 0u64;
     for _ in 0..n {
         match ctrl.recv()? {
@@ -913,20 +920,25 @@ pub fn read_ranges(ctrl: &mut Conn, n: usize, max_ranges: u64) -> Result<Vec<Ran
                         format!("the receiver says it holds more than {max_ranges} ranges"),
                     ));
                 }
-                held[file as usize] = RangeSet::from_ranges(&ranges)
+                answers[file as usize] = Answer::Holds(RangeSet::from_ranges(&ranges))
             }
+            Message::Keep { file } if (file as usize) < n => answers[file as usize] = Answer::Keeps,
             m => return Err(unexpected("the receiver's ranges", &m)),
         }
     }
-    Ok(held)
+    Ok(answers)
 }
 
-/// Tells the sender what the receiver holds of each file.
+/// Tells the sender what the receiver holds of each file, or that it keeps it.
 pub fn send_held(ctrl: &mut Conn, shared: &RecvShared) -> Result<()> {
-    for (i, r) in shared.held().into_iter().enumerate() {
-        ctrl.send(&Message::Ranges {
-            file: i as u32,
-            ranges: r,
+    for (i, r) in shared.answers().into_iter().enumerate() {
+        let file = i as u32;
+        ctrl.send(&match r {
+            Answer::Holds(r) => Message::Ranges {
+                file,
+                ranges: r.ranges(),
+            },
+            Answer::Keeps => Message::Keep { file },
         })?;
     }
     Ok(())
@@ -1046,11 +1058,15 @@ mod tests {
         let bell = Arc::new(Bell::new().unwrap());
         t.attach(Arc::clone(&bell));
         let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
-        assert!(!crate::conn::readable_or(&a, &bell, Duration::ZERO));
+        assert!(!crate::session::conn::readable_or(
+            &a,
+            &bell,
+            Duration::ZERO
+        ));
         t.start();
         let began = Instant::now();
         // The bell, not the socket: false, at once.
-        assert!(!crate::conn::readable_or(
+        assert!(!crate::session::conn::readable_or(
             &a,
             &bell,
             Duration::from_secs(30)
@@ -1058,12 +1074,16 @@ mod tests {
         assert!(began.elapsed() < Duration::from_secs(15));
         // Cleared, it stays quiet; the socket's data is told apart from it.
         bell.clear();
-        assert!(!crate::conn::readable_or(
+        assert!(!crate::session::conn::readable_or(
             &a,
             &bell,
             Duration::from_millis(5)
         ));
         std::io::Write::write_all(&mut b, b"x").unwrap();
-        assert!(crate::conn::readable_or(&a, &bell, Duration::from_secs(30)));
+        assert!(crate::session::conn::readable_or(
+            &a,
+            &bell,
+            Duration::from_secs(30)
+        ));
     }
 }

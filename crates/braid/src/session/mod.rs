@@ -1,5 +1,24 @@
-//! The handshake, and the sockets of a session: connecting, attaching, and
-//! giving each sending socket its congestion control.
+//! A session as it runs: here the handshake, and the sockets of a session
+//! (connecting, attaching, giving each sending socket its congestion
+//! control); `conn` frames and sealed records on a socket; `client` and
+//! `server` each do their half of the opening exchange; `driver` runs one
+//! session's streams and loop, `engine` the stream lives and the control
+//! loops; `send` and `receive` are each end's files; `bench` the memory
+//! mode; `pacer` the rate limit; `bootstrap` the far end started over ssh;
+//! `sync` rsync's ways with what the receiver has (filters, --update,
+//! --checksum, --dry-run, --delete).
+
+pub mod bench;
+pub mod bootstrap;
+pub mod client;
+pub mod conn;
+pub mod driver;
+pub mod engine;
+pub mod pacer;
+pub mod receive;
+pub mod send;
+pub mod server;
+pub mod sync;
 
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsFd;
@@ -11,9 +30,10 @@ use braid_wire::seal::{Channel, Keys, Offer, Suite};
 use braid_wire::{auth, FileEntry, Message, VERSION};
 use socket2::{Domain, Socket, Type};
 
-use crate::conn::Conn;
 use crate::error::{Code, Error, Result};
-use crate::plan::StreamControl;
+use crate::proto::steer::StreamControl;
+use crate::proto::unexpected;
+use crate::session::conn::Conn;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -33,7 +53,7 @@ impl Token {
     /// A fresh random token, as hex, for `braid serve` to print.
     pub fn generate() -> Result<Self> {
         let raw: [u8; 16] = random()?;
-        Ok(Token(crate::receive::hex(&raw).into_bytes()))
+        Ok(Token(crate::files::treehash::hex(&raw).into_bytes()))
     }
 
     pub fn as_str(&self) -> String {
@@ -195,12 +215,6 @@ pub fn server_handshake(
     };
     conn.seal(agreed.keys(Channel::Control, false));
     Ok(agreed)
-}
-
-pub(crate) fn unexpected(wanted: &str, got: &Message) -> Error {
-    let name = format!("{got:?}");
-    let name = name.split([' ', '(', '{']).next().unwrap_or("?").to_owned();
-    Error::Protocol(format!("expected {wanted}, got {name}"))
 }
 
 /// Resolves HOST:PORT, the first address that answers wins.

@@ -14,15 +14,17 @@ use std::thread;
 
 use braid_wire::Message;
 
-use crate::conn::{Conn, FrameWriter};
 use crate::error::Result;
-use crate::manifest::Source;
-use crate::pacer::Pacer;
+use crate::files::manifest::Source;
+use crate::files::ranges::RangeSet;
+use crate::files::treehash::{self, BlockHasher, BlockTree};
+use crate::proto::sched::BlockRef;
 use crate::proto::sender::{Action, Next, SenderCore};
-use crate::ranges::RangeSet;
-use crate::sched::BlockRef;
+use crate::proto::Answer;
+use crate::session::conn::{Conn, FrameWriter};
+use crate::session::pacer::Pacer;
+use crate::session::sync::Removed;
 use crate::telemetry::Telemetry;
-use crate::treehash::{self, BlockHasher, BlockTree};
 
 /// What the sending session's driver hears about, besides the core's actions.
 #[derive(Debug)]
@@ -58,28 +60,31 @@ pub struct SendShared {
     events: Sender<Event>,
     pub tel: Arc<Telemetry>,
     pacer: Option<Pacer>,
+    /// What the receiver's --delete removed, as it said before its `Close`.
+    pub removed: Mutex<Removed>,
 }
 
 impl SendShared {
     pub fn new(
         sources: &[Source],
-        held: &[RangeSet],
+        answers: &[Answer],
         block_size: u32,
         streams: usize,
         events: Sender<Event>,
         tel: Arc<Telemetry>,
         limit_bps: Option<u64>,
     ) -> Result<Arc<Self>> {
+        // A file the receiver keeps is settled as a directory is: nothing
+        // of it moves, nothing is verified.
         let plan: Vec<(String, u64, bool, RangeSet)> = sources
             .iter()
-            .zip(held)
-            .map(|(s, h)| {
-                (
-                    s.entry.path.clone(),
-                    s.entry.size,
-                    s.entry.is_dir(),
-                    h.clone(),
-                )
+            .zip(answers)
+            .map(|(s, a)| {
+                let (settled, held) = match a {
+                    Answer::Holds(h) => (s.entry.is_dir(), h.clone()),
+                    Answer::Keeps => (true, RangeSet::from_ranges(&[(0, s.entry.size)])),
+                };
+                (s.entry.path.clone(), s.entry.size, settled, held)
             })
             .collect();
         tel.expected
@@ -103,6 +108,7 @@ impl SendShared {
             events,
             tel,
             pacer: limit_bps.map(Pacer::new),
+            removed: Mutex::new(Removed::default()),
         }))
     }
 
@@ -137,7 +143,7 @@ impl SendShared {
         let m = file
             .metadata()
             .map_err(|e| format!("reading {path}: {e}"))?;
-        if m.len() != s.entry.size || crate::manifest::mtime_ns(&m) != s.entry.mtime_ns {
+        if m.len() != s.entry.size || crate::files::manifest::mtime_ns(&m) != s.entry.mtime_ns {
             return Err(format!(
                 "{path} changed since it was listed ({} bytes then, {} now); send it again",
                 s.entry.size,
@@ -352,7 +358,8 @@ fn finish(
         .open()
         .and_then(|f| f.metadata())
         .map_err(|e| format!("reading {path}: {e}"))?;
-    if meta.len() != source.entry.size || crate::manifest::mtime_ns(&meta) != source.entry.mtime_ns
+    if meta.len() != source.entry.size
+        || crate::files::manifest::mtime_ns(&meta) != source.entry.mtime_ns
     {
         return Err(format!(
             "{path} changed while being sent ({} bytes then {}); send it again",

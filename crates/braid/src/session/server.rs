@@ -16,16 +16,18 @@ use braid_wire::seal::Channel;
 use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_NAME_AS_DEST, FLAG_RESUME};
 
 use crate::cancel::Cancel;
-use crate::conn::{Bell, Conn, Idle};
-use crate::driver::{self, BenchRole, Run, Sending, Side};
-use crate::engine::{self, Notes};
 use crate::error::{Code, Error, Result};
-use crate::manifest;
-use crate::pacer::Pacer;
-use crate::plan::{self, mode_name};
-use crate::receive::{self, claims::Claims, RecvOptions, RecvShared};
+use crate::files::manifest;
+use crate::records::Summary;
+use crate::session::conn::{Bell, Conn, Idle};
+use crate::session::driver::{self, BenchRole, Run, Sending, Side};
+use crate::session::engine::{self, Notes};
+use crate::session::pacer::Pacer;
+use crate::session::receive::{self, claims::Claims, RecvOptions, RecvShared};
+use crate::session::sync;
 use crate::session::{self, ManifestLimits, SocketOptions, Token};
-use crate::telemetry::{Output, Summary, Telemetry};
+use crate::steer::plan::{self, mode_name};
+use crate::telemetry::{Output, Telemetry};
 
 #[derive(Clone)]
 pub struct Config {
@@ -84,7 +86,7 @@ impl Default for Limits {
             manifest: ManifestLimits::default(),
             blocks: receive::DEFAULT_MAX_BLOCKS,
             partial_ttl: receive::DEFAULT_PARTIAL_TTL,
-            idle: crate::conn::IDLE,
+            idle: crate::session::conn::IDLE,
             manifests: 1 << 30,
         }
     }
@@ -352,7 +354,7 @@ impl Server {
                 Some(w) => w.saturating_sub(started.elapsed()),
                 None => IDLE_WAIT,
             };
-            if !crate::conn::readable_or(&self.listener, &wake, wait) {
+            if !crate::session::conn::readable_or(&self.listener, &wake, wait) {
                 continue;
             }
             let stream = match self.listener.accept() {
@@ -491,7 +493,7 @@ fn handle(stream: TcpStream, id: u64, shared: &Shared) -> Option<Result<()>> {
             None
         }
         Ok(Some(m)) => {
-            conn.send_error(&session::unexpected("a hello or an attach", &m));
+            conn.send_error(&crate::proto::unexpected("a hello or an attach", &m));
             None
         }
         Ok(None) => None,
@@ -514,7 +516,12 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shar
     conn.r.set_deadline(Some(Instant::now() + OPEN_WITHIN));
     let params = match conn.recv() {
         Ok(Message::Open(p)) => p,
-        Ok(m) => return conn.tell(Err(session::unexpected("the session's parameters", &m))),
+        Ok(m) => {
+            return conn.tell(Err(crate::proto::unexpected(
+                "the session's parameters",
+                &m,
+            )))
+        }
         Err(e) => return conn.tell(Err(e)),
     };
     conn.r.set_deadline(None);
@@ -579,9 +586,9 @@ fn name_as_dest(root: &Path, manifest: &mut [braid_wire::FileEntry]) {
     let Some((dest, _name)) = one.path.rsplit_once('/') else {
         return;
     };
-    let is_dir = crate::beneath::Dir::open(root)
+    let is_dir = crate::files::beneath::Dir::open(root)
         .and_then(|r| r.meta(Path::new(dest)))
-        .map(|m| m.is_some_and(|m| m.kind == crate::beneath::Kind::Dir));
+        .map(|m| m.is_some_and(|m| m.kind == crate::files::beneath::Kind::Dir));
     match is_dir {
         Ok(true) => {}
         Ok(false) => one.path = dest.to_owned(),
@@ -652,6 +659,8 @@ fn run_session(
             driver::bench(&mut conn, Side::Accept(rx), role, p, run)?
         }
         Kind::Send => {
+            let filter = sync::read_filter(&mut conn, p.flags);
+            let asked = sync::Options::from_flags(p.flags, conn.tell(filter)?);
             let manifest = session::recv_manifest(&mut conn, cfg.limits.manifest);
             let mut manifest = conn.tell(manifest)?;
             if p.flags & FLAG_NAME_AS_DEST != 0 {
@@ -660,9 +669,20 @@ fn run_session(
             let paths = manifest.iter().map(|f| f.path.as_str());
             let _held = conn.tell(shared.manifests.take(paths, "this send"))?;
             files = manifest.iter().filter(|f| !f.is_dir()).count();
+            let same = if asked.checksum {
+                let theirs = sync::read_sums(&mut conn, manifest.len());
+                let theirs = conn.tell(theirs)?;
+                let w = &mut conn.w;
+                let same = sync::same_content(&cfg.root, &manifest, &theirs, &mut || w.keepalive());
+                Some(conn.tell(same)?)
+            } else {
+                None
+            };
             let opts = RecvOptions {
                 max_blocks: cfg.limits.blocks,
                 partial_ttl: cfg.limits.partial_ttl,
+                sync: asked.receiving(same),
+                max_removals: cfg.limits.manifest.files,
                 ..RecvOptions::new(
                     p.flags & FLAG_RESUME != 0,
                     p.block_size,
@@ -672,12 +692,29 @@ fn run_session(
             let shared = conn.tell(RecvShared::new(&cfg.root, &manifest, &opts, tel.clone()))?;
             conn.send(&Message::Accepted { session })?;
             engine::send_held(&mut conn, &shared)?;
-            driver::receive_files(conn, Side::Accept(rx), &shared, n, run)?
+            if asked.dry_run {
+                // Says what it would remove, and ends: nothing moves.
+                if asked.delete {
+                    let extra = conn.tell(shared.extraneous())?;
+                    let paths: Vec<String> = extra
+                        .into_iter()
+                        .map(|x| x.path.to_string_lossy().into_owned())
+                        .collect();
+                    sync::send_removed(&mut conn.w, &paths)?;
+                }
+                conn.send(&Message::Close { bytes: 0 })?;
+                0
+            } else {
+                driver::receive_files(conn, Side::Accept(rx), &shared, n, run)?
+            }
         }
         Kind::Get => {
+            let filter = sync::read_filter(&mut conn, p.flags);
+            let asked = sync::Options::from_flags(p.flags, conn.tell(filter)?);
             let wanted = session::recv_manifest(&mut conn, cfg.limits.manifest);
             let wanted: Vec<String> = conn.tell(wanted)?.into_iter().map(|f| f.path).collect();
-            let sources = conn.tell(manifest::resolve_request(&cfg.root, &wanted))?;
+            let sources =
+                conn.tell(manifest::resolve_request(&cfg.root, &wanted, &asked.filter))?;
             if sources.len() > cfg.limits.manifest.files {
                 return conn.tell(Err(Error::refused(
                     Code::TooLarge,
@@ -709,21 +746,32 @@ fn run_session(
             conn.send(&Message::Accepted { session })?;
             let entries: Vec<_> = sources.iter().map(|s| s.entry.clone()).collect();
             session::send_manifest(&mut conn, &entries)?;
-            let held = engine::read_ranges(&mut conn, sources.len(), cfg.limits.blocks);
-            let held = conn.tell(held)?;
-            let sending = sending.as_ref().expect("a get's server sends");
-            let sent = driver::send_files(
-                conn,
-                Side::Accept(rx),
-                sending,
-                &sources,
-                &held,
-                p,
-                limit_bps,
-                run,
-            )?;
-            requeued = sent.requeued;
-            sent.peer
+            if asked.checksum {
+                let w = &mut conn.w;
+                let sums = sync::sums(&sources, &mut || w.keepalive());
+                let sums = conn.tell(sums)?;
+                sync::send_sums(&mut conn, &sums)?;
+            }
+            let answers = engine::read_answers(&mut conn, sources.len(), cfg.limits.blocks);
+            let answers = conn.tell(answers)?;
+            if asked.dry_run {
+                conn.send(&Message::Close { bytes: 0 })?;
+                0
+            } else {
+                let sending = sending.as_ref().expect("a get's server sends");
+                let sent = driver::send_files(
+                    conn,
+                    Side::Accept(rx),
+                    sending,
+                    &sources,
+                    &answers,
+                    p,
+                    limit_bps,
+                    run,
+                )?;
+                requeued = sent.requeued;
+                sent.peer
+            }
         }
     };
     let mut summary = tel.finish(

@@ -4,17 +4,12 @@
 use braid_cc::{SocketSettings, Strength};
 use braid_wire::{Kind, Mode, SessionParams};
 
+use crate::proto::steer::StreamControl;
+
 /// At most this many streams per session.
 pub const MAX_STREAMS: u16 = 256;
 /// Block sizes the engine accepts.
 pub const BLOCK_SIZES: std::ops::RangeInclusive<u32> = 4096..=64 << 20;
-
-/// One stream's control: `None` keeps the system default.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamControl {
-    pub cc: Option<String>,
-    pub settings: SocketSettings,
-}
 
 /// The mode as reports name it: `parallel-9`, `combined-4`, `single`.
 pub fn mode_name(p: &SessionParams) -> String {
@@ -44,7 +39,7 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
             BLOCK_SIZES.end()
         ));
     }
-    if !crate::treehash::valid_block_size(p.block_size) {
+    if !crate::files::treehash::valid_block_size(p.block_size) {
         return Err(format!(
             "block size {} is not a power of two (each block is a subtree of the file's BLAKE3)",
             p.block_size
@@ -75,7 +70,7 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
 pub fn initial_streams(p: &SessionParams) -> usize {
     match p.mode {
         Mode::Falcon => 1,
-        Mode::Auto => crate::auto::first_streams(p.streams as usize, fair_streams(p)),
+        Mode::Auto => crate::steer::auto::first_streams(p.streams as usize, fair_streams(p)),
         _ => p.streams as usize,
     }
 }

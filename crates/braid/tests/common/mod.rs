@@ -6,7 +6,7 @@ use std::path::Path;
 use std::thread;
 
 use braid::cancel::Cancel;
-use braid::server::{self, Server};
+use braid::session::server::{self, Server};
 use braid::session::{SocketOptions, Token};
 use braid::telemetry::Output;
 

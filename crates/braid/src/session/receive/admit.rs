@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use braid_wire::FileEntry;
 
 use super::staging;
-use crate::beneath::{Dir, Kind};
 use crate::error::{Code, Error, Result};
-use crate::pathsafe;
+use crate::files::beneath::{Dir, Kind};
+use crate::files::pathsafe;
 
 pub(super) fn forbidden(message: String) -> Error {
     Error::refused(Code::ForbiddenPath, message)

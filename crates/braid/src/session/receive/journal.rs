@@ -8,8 +8,8 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use super::staging::Names;
-use crate::beneath::{Access, Dir, Kind};
 use crate::error::{Error, Result};
+use crate::files::beneath::{Access, Dir, Kind};
 
 /// A journal is a few ranges per block held; one larger than this is not braid's.
 const MAX_JOURNAL: u64 = 256 << 20;

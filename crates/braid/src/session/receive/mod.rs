@@ -18,6 +18,7 @@
 
 mod admit;
 pub mod claims;
+pub mod delete;
 pub mod journal;
 mod publish;
 pub mod staging;
@@ -33,11 +34,13 @@ use std::time::Duration;
 
 use braid_wire::FileEntry;
 
-use crate::beneath::{Dir, Kind};
 use crate::error::{Code, Error, Result};
-use crate::ranges::RangeSet;
+use crate::files::beneath::{Dir, Kind};
+use crate::files::filter::Filter;
+use crate::files::ranges::RangeSet;
+use crate::files::treehash::{self, BlockHasher, BlockTree};
+use crate::proto::Answer;
 use crate::telemetry::{human_bytes, Telemetry};
-use crate::treehash::{self, BlockHasher, BlockTree};
 use admit::{check_dirs, check_paths, forbidden, free_space, parent_of};
 use claims::{Claim, Claims};
 use staging::Names;
@@ -49,6 +52,9 @@ pub const DEFAULT_MAX_BLOCKS: u64 = 1 << 22;
 /// Leftovers of a transfer untouched this long are removed by the next
 /// session that receives into the same directory.
 pub const DEFAULT_PARTIAL_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Entries one `--delete` removes at most, by default: a server's own
+/// limit of files a session (--max-files) replaces it.
+pub const DEFAULT_MAX_REMOVALS: usize = 1_000_000;
 /// Part files open at once; past this a file is closed after each write, so
 /// a tree of any number of files stays within the descriptor limit.
 const OPEN_FILES: usize = 128;
@@ -64,6 +70,26 @@ pub struct RecvOptions {
     pub claims: Arc<Claims>,
     pub max_blocks: u64,
     pub partial_ttl: Duration,
+    /// What the receiver already has, and what it does with it (`sync`).
+    pub sync: SyncOptions,
+    /// The most entries one `--delete` removes.
+    pub max_removals: usize,
+}
+
+/// rsync's ways of treating what the receiving end already has.
+#[derive(Clone, Debug, Default)]
+pub struct SyncOptions {
+    /// Keep a file that is newer here than the sender's (--update).
+    pub update: bool,
+    /// --checksum: for each entry, the BLAKE3 of the file here where it has
+    /// the sender's size and content (`sync::same_content`); such a file is
+    /// skipped whatever its time, and any other is sent whole.
+    pub same: Option<Vec<Option<[u8; 32]>>>,
+    /// Check everything, create nothing (--dry-run).
+    pub dry_run: bool,
+    /// Remove what the manifest's directories hold here and the manifest
+    /// does not; what the filter excludes is kept (--delete).
+    pub delete: Option<Filter>,
 }
 
 impl RecvOptions {
@@ -74,6 +100,8 @@ impl RecvOptions {
             claims,
             max_blocks: DEFAULT_MAX_BLOCKS,
             partial_ttl: DEFAULT_PARTIAL_TTL,
+            sync: SyncOptions::default(),
+            max_removals: DEFAULT_MAX_REMOVALS,
         }
     }
 }
@@ -99,6 +127,12 @@ pub struct Incoming {
     tree: BlockTree,
     /// The destination already holds this exact file (resume): nothing to write.
     pub existing: bool,
+    /// The destination's own file is kept as it is (--update): nothing is
+    /// written or verified.
+    pub kept: bool,
+    /// The BLAKE3 of the destination's file, where it was hashed to compare
+    /// (--checksum): not read again to verify.
+    known: Option<[u8; 32]>,
     /// A directory: made before any data moved, its mode set at the end.
     pub dir: bool,
     /// The hash matched; the file waits for the next published batch.
@@ -131,12 +165,18 @@ pub struct RecvShared {
     made: Vec<PathBuf>,
     /// Destination directories whose staging directory this session used.
     staged: Vec<PathBuf>,
+    /// --delete: the filter whose exclusions are kept, and how many entries
+    /// may go at most.
+    delete: Option<(Filter, usize)>,
+    removed: Mutex<Vec<String>>,
     _claim: Claim,
 }
 
 /// What the checks learnt of one entry before anything is created.
 struct Checked {
     existing: bool,
+    kept: bool,
+    known: Option<[u8; 32]>,
     held: RangeSet,
     /// Filled in by `create`: whether the part file was made up front.
     part_made: bool,
@@ -166,7 +206,7 @@ impl RecvShared {
         let dirs = check_dirs(&root, manifest)?;
         let mut swept = HashSet::new();
         let mut checked = Vec::with_capacity(manifest.len());
-        for e in manifest {
+        for (i, e) in manifest.iter().enumerate() {
             let parts: Vec<&str> = e.path.split('/').collect();
             let name = parts[parts.len() - 1];
             let dir = parent_of(&parts);
@@ -174,6 +214,8 @@ impl RecvShared {
             let names = Names::new(&dir, name);
             let mut c = Checked {
                 existing: false,
+                kept: false,
+                known: None,
                 held: RangeSet::new(),
                 part_made: false,
             };
@@ -192,14 +234,28 @@ impl RecvShared {
                         root.shown(&rel).display()
                     )));
                 }
-                if opts.resume && m.size == e.size && m.mtime_ns == e.mtime_ns {
+                let sync = &opts.sync;
+                if sync.update && m.mtime_ns > e.mtime_ns {
+                    c.kept = true;
+                    checked.push(c);
+                    continue;
+                }
+                let same = match &sync.same {
+                    Some(same) => {
+                        c.known = same.get(i).copied().flatten();
+                        c.known.is_some()
+                    }
+                    None => opts.resume && m.size == e.size && m.mtime_ns == e.mtime_ns,
+                };
+                if same {
                     c.existing = true;
                     c.held.insert(0, e.size);
                     checked.push(c);
                     continue;
                 }
             }
-            if swept.insert(dir.clone()) {
+            // A dry run removes nothing, not even an old session's leftovers.
+            if !opts.sync.dry_run && swept.insert(dir.clone()) {
                 staging::sweep(&root, &dir, opts.partial_ttl, &[]);
             }
             // A journal of this same source (its name, size and mtime) is
@@ -213,7 +269,7 @@ impl RecvShared {
         }
         let (mut needed, mut blocks) = (0u64, 0u64);
         for (e, c) in manifest.iter().zip(&checked) {
-            if !c.existing && !e.is_dir() {
+            if !c.existing && !c.kept && !e.is_dir() {
                 needed = needed.saturating_add(e.size - c.held.covered().min(e.size));
                 blocks = blocks.saturating_add(e.size.div_ceil(opts.block_size as u64));
             }
@@ -246,16 +302,20 @@ impl RecvShared {
         let mut made = Vec::new();
         let mut staged = Vec::new();
         let mut created = Vec::new();
-        let built = Self::create(
-            &root,
-            manifest,
-            &mut checked,
-            &dirs,
-            opts.block_size,
-            &mut made,
-            &mut staged,
-            &mut created,
-        );
+        let built = if opts.sync.dry_run {
+            Ok(())
+        } else {
+            Self::create(
+                &root,
+                manifest,
+                &mut checked,
+                &dirs,
+                opts.block_size,
+                &mut made,
+                &mut staged,
+                &mut created,
+            )
+        };
         if let Err(e) = built {
             for p in &created {
                 let _ = root.remove_file(p);
@@ -273,23 +333,23 @@ impl RecvShared {
             .zip(checked)
             .map(|(e, c)| {
                 let resumed = !c.held.is_empty() && !c.existing;
+                let writes = !(e.is_dir() || c.existing || c.kept);
                 let other_device = root_dev.is_some()
-                    && !e.is_dir()
-                    && !c.existing
+                    && writes
+                    && !opts.sync.dry_run
                     && staging::device(&root, &names_of(e).dir) != root_dev;
                 Incoming {
-                    tree: BlockTree::new(
-                        if c.existing || e.is_dir() { 0 } else { e.size },
-                        opts.block_size,
-                    ),
+                    tree: BlockTree::new(if writes { e.size } else { 0 }, opts.block_size),
                     entry: e.clone(),
                     file: None,
                     synced: c.held.clone(),
                     held: c.held,
                     existing: c.existing,
+                    kept: c.kept,
+                    known: c.known,
                     dir: e.is_dir(),
                     verified: false,
-                    published: e.is_dir(),
+                    published: e.is_dir() || c.kept,
                     other_device,
                     journaled: resumed,
                     part_made: c.part_made || resumed,
@@ -299,6 +359,7 @@ impl RecvShared {
             .collect();
         let expected = files
             .iter()
+            .filter(|f| !f.kept)
             .map(|f| f.entry.size - f.held.covered().min(f.entry.size))
             .sum();
         tel.expected.store(expected, Ordering::Relaxed);
@@ -312,6 +373,8 @@ impl RecvShared {
             pending: Mutex::new(Vec::new()),
             made,
             staged,
+            delete: opts.sync.delete.clone().map(|f| (f, opts.max_removals)),
+            removed: Mutex::new(Vec::new()),
             _claim: claim,
         }))
     }
@@ -363,7 +426,7 @@ impl RecvShared {
         // Staging directories this session made hold no journal of an earlier one.
         let mut fresh: HashMap<PathBuf, bool> = HashMap::new();
         for (e, c) in manifest.iter().zip(checked.iter_mut()) {
-            if e.is_dir() || c.existing {
+            if e.is_dir() || c.existing || c.kept {
                 continue;
             }
             let names = names_of(e);
@@ -398,6 +461,65 @@ impl RecvShared {
         self.files
             .iter()
             .map(|f| f.lock().unwrap().held.ranges())
+            .collect()
+    }
+
+    /// `--delete`: what this session's directories hold here and its
+    /// manifest does not (children first); nothing without --delete.
+    pub fn extraneous(&self) -> Result<Vec<delete::Extra>> {
+        let Some((filter, max)) = &self.delete else {
+            return Ok(Vec::new());
+        };
+        let manifest: Vec<FileEntry> = self
+            .files
+            .iter()
+            .map(|f| f.lock().unwrap().entry.clone())
+            .collect();
+        delete::extraneous(&self.root, &manifest, filter, *max)
+    }
+
+    /// With --delete, removes what `extraneous` lists, once every file is
+    /// published, and returns the paths removed (also kept for `removed`).
+    /// An entry that cannot be removed fails the session once the others
+    /// are gone.
+    pub fn delete_extraneous(&self) -> Result<Option<Vec<String>>> {
+        if self.delete.is_none() {
+            return Ok(None);
+        }
+        let extras = self.extraneous()?;
+        let failed = delete::remove(&self.root, &extras);
+        if let Some((path, e)) = failed.into_iter().next() {
+            return Err(Error::io(
+                format!("removing {} (--delete)", self.root.shown(&path).display()),
+                e,
+            ));
+        }
+        let paths: Vec<String> = extras
+            .into_iter()
+            .map(|x| x.path.to_string_lossy().into_owned())
+            .collect();
+        *self.removed.lock().unwrap() = paths.clone();
+        Ok(Some(paths))
+    }
+
+    /// What this session's --delete removed.
+    pub fn removed(&self) -> Vec<String> {
+        self.removed.lock().unwrap().clone()
+    }
+
+    /// What the receiver says of each file before data moves: what it holds,
+    /// or that it keeps its own.
+    pub fn answers(&self) -> Vec<Answer> {
+        self.files
+            .iter()
+            .map(|f| {
+                let f = f.lock().unwrap();
+                if f.kept {
+                    Answer::Keeps
+                } else {
+                    Answer::Holds(f.held.clone())
+                }
+            })
             .collect()
     }
 
@@ -595,14 +717,10 @@ impl Incoming {
     }
 }
 
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::mtime_ns;
+    use crate::files::manifest::mtime_ns;
     use crate::telemetry::Output;
     use braid_wire::MODE_DIR;
     use std::fs;

@@ -8,10 +8,10 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::{hex, journal, kept_mode, staging, Incoming, RecvShared};
-use crate::beneath::{self, Access, Dir};
+use super::{journal, kept_mode, staging, Incoming, RecvShared};
 use crate::error::{Error, Result};
-use crate::treehash;
+use crate::files::beneath::{self, Access, Dir};
+use crate::files::treehash::{self, hex};
 
 impl RecvShared {
     /// Checks a whole file against the sender's hash; a match waits in the
@@ -56,6 +56,15 @@ impl RecvShared {
         for &(i, _) in &batch {
             let mut f = self.files[i as usize].lock().unwrap();
             if f.existing {
+                // Skipped by content (--checksum): the file here is the
+                // sender's, and takes its mode and time, as a sent one would.
+                if f.known.is_some() {
+                    let here = self
+                        .root
+                        .file(f.rel(), Access::Read)
+                        .map_err(|e| Error::io(format!("opening {}", f.entry.path), e))?;
+                    f.stamp(&here)?;
+                }
                 continue;
             }
             let names = f.names();
@@ -192,9 +201,11 @@ impl Incoming {
                 self.entry.size
             )));
         }
-        let ours = if self.existing {
+        let ours = if let (true, Some(known)) = (self.existing, self.known) {
+            known
+        } else if self.existing {
             root.file(self.rel(), Access::Read)
-                .and_then(|f| crate::manifest::blake3_of(&f))
+                .and_then(|f| crate::files::manifest::blake3_of(&f))
                 .map(|(h, _)| h)
                 .map_err(|e| Error::io(format!("hashing {}", self.entry.path), e))?
         } else {

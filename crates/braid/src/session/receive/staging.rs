@@ -14,10 +14,10 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::beneath::{Access, Dir, Kind};
 use crate::error::{Code, Error, Result};
+use crate::files::beneath::{Access, Dir, Kind};
 
-pub use crate::pathsafe::STAGING_DIR;
+pub use crate::files::pathsafe::STAGING_DIR;
 const PART: &str = "part";
 const JOURNAL: &str = "journal";
 const JOURNAL_NEW: &str = "journal.new";
@@ -41,7 +41,7 @@ impl Names {
     /// `dest_dir` is the destination's directory below the root, `name` its file name.
     pub fn new(dest_dir: &Path, name: &str) -> Names {
         let dir = dest_dir.join(STAGING_DIR);
-        let stem = crate::receive::hex(&blake3::hash(name.as_bytes()).as_bytes()[..16]);
+        let stem = crate::files::treehash::hex(&blake3::hash(name.as_bytes()).as_bytes()[..16]);
         Names {
             part: dir.join(format!("{stem}.{PART}")),
             journal: dir.join(format!("{stem}.{JOURNAL}")),

@@ -5,8 +5,8 @@
 use braid_wire::Message;
 
 use super::RecvShared;
-use crate::conn::Conn;
 use crate::error::Error;
+use crate::session::conn::Conn;
 
 /// A receiving stream acknowledges at least this often while blocks stream in.
 const ACK_EVERY: u64 = 4 << 20;
@@ -77,7 +77,7 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
             Message::Error { code, message } => {
                 return Ended::Fatal(Error::Remote { code, message })
             }
-            m => return Ended::Fatal(crate::session::unexpected("a block", &m)),
+            m => return Ended::Fatal(crate::proto::unexpected("a block", &m)),
         }
     }
 }

@@ -1,0 +1,82 @@
+//! rsync's options on the command line: --include and --exclude in the order
+//! given (the first rule that matches decides), a dry run that says what
+//! would happen in lines and in `item` records and writes nothing, and a
+//! bad pattern refused with its reason. Loopback only.
+
+mod common;
+
+use std::fs;
+
+use common::{client, ok, serve};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn rules_apply_in_the_order_given_and_a_dry_run_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, proj) = (d.path().join("root"), d.path().join("proj"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&proj).unwrap();
+    for f in ["a.rs", "b.o", "keep.o"] {
+        fs::write(proj.join(f), f).unwrap();
+    }
+    let srv = serve(&root, &[], None);
+    let dest = format!("{}:in/", srv.addr);
+    let p = proj.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut a = vec!["send", p, &dest];
+        a.extend_from_slice(args);
+        client(&a, None)
+    };
+
+    let o = run(&["--include", "keep.o", "--exclude", "*.o", "--dry-run"]);
+    ok(&o);
+    let out = text(&o.stdout);
+    assert!(out.contains("would send   in/proj/a.rs"), "{out}");
+    assert!(out.contains("would send   in/proj/keep.o"), "{out}");
+    assert!(!out.contains("b.o"), "{out}");
+    assert!(out.contains("dry run: 2 would be sent"), "{out}");
+    assert!(!root.join("in").exists(), "a dry run writes nothing");
+
+    // The same rules the other way round: the exclusion matches keep.o first.
+    let o = run(&[
+        "--exclude",
+        "*.o",
+        "--include",
+        "keep.o",
+        "--dry-run",
+        "--json",
+    ]);
+    ok(&o);
+    let out = text(&o.stdout);
+    let items: Vec<serde_json::Value> = out
+        .lines()
+        .filter(|l| l.contains("\"type\":\"item\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sent: Vec<&str> = items
+        .iter()
+        .filter(|i| i["action"] == "send")
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, ["in/proj/a.rs"], "{out}");
+
+    let o = run(&["--include", "keep.o", "--exclude", "*.o"]);
+    ok(&o);
+    assert!(root.join("in/proj/keep.o").is_file() && !root.join("in/proj/b.o").exists());
+    assert!(
+        text(&o.stdout).contains("2 sent, 0 resumed, 0 skipped"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    let o = run(&["--exclude", "[ab"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--exclude [ab"),
+        "{}",
+        text(&o.stderr)
+    );
+}

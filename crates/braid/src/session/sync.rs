@@ -1,0 +1,360 @@
+//! rsync's ways of treating what the receiving end already has, as a send
+//! or get asks for them: `--exclude`/`--include` (a `Filter`), `--update`,
+//! `--checksum`, `--dry-run` and `--delete`. Here: the options and their
+//! flags, the `Filter`, `Sums` and `Removed` frames, the content
+//! comparison `--checksum` makes, and what a dry run says it would do.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use braid_wire::{
+    FileEntry, Message, FLAG_CHECKSUM, FLAG_DELETE, FLAG_DRY_RUN, FLAG_FILTER, FLAG_UPDATE,
+};
+
+use crate::error::{Code, Error, Result};
+use crate::files::beneath::{Access, Dir, Kind};
+use crate::files::filter::Filter;
+use crate::files::manifest::Source;
+use crate::proto::unexpected;
+use crate::proto::Answer;
+use crate::session::conn::Conn;
+use crate::session::receive::SyncOptions;
+
+/// What a send or get asks of the receiving end's existing files.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Entries left out of the listing (and kept from `delete`).
+    pub filter: Filter,
+    /// Keep a file that is newer at the receiver.
+    pub update: bool,
+    /// Skip by content (size and BLAKE3) rather than size and time.
+    pub checksum: bool,
+    /// Say what would happen; write, move and remove nothing.
+    pub dry_run: bool,
+    /// Remove what the transfer's directories hold at the receiver and the
+    /// sender does not.
+    pub delete: bool,
+}
+
+impl Options {
+    /// The session flags these options set.
+    pub fn flags(&self) -> u32 {
+        [
+            (self.update, FLAG_UPDATE),
+            (self.checksum, FLAG_CHECKSUM),
+            (self.dry_run, FLAG_DRY_RUN),
+            (self.delete, FLAG_DELETE),
+            (!self.filter.is_empty(), FLAG_FILTER),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |f, (_, flag)| f | flag)
+    }
+
+    /// The options a peer's flags ask for (the filter arrives apart).
+    pub fn from_flags(flags: u32, filter: Filter) -> Options {
+        Options {
+            filter,
+            update: flags & FLAG_UPDATE != 0,
+            checksum: flags & FLAG_CHECKSUM != 0,
+            dry_run: flags & FLAG_DRY_RUN != 0,
+            delete: flags & FLAG_DELETE != 0,
+        }
+    }
+
+    /// The receiving end's part, given what `same_content` found.
+    pub fn receiving(&self, same: Option<Vec<Option<[u8; 32]>>>) -> SyncOptions {
+        SyncOptions {
+            update: self.update,
+            same,
+            dry_run: self.dry_run,
+            delete: self.delete.then(|| self.filter.clone()),
+        }
+    }
+}
+
+/// Sends the client's filter, if it has one (its flag says one follows).
+pub fn send_filter(conn: &mut Conn, filter: &Filter) -> Result<()> {
+    if filter.is_empty() {
+        return Ok(());
+    }
+    conn.send_or_reason(&Message::Filter {
+        rules: filter.wire(),
+    })
+}
+
+/// Reads the client's filter where its flags say one follows.
+pub fn read_filter(conn: &mut Conn, flags: u32) -> Result<Filter> {
+    if flags & FLAG_FILTER == 0 {
+        return Ok(Filter::default());
+    }
+    match conn.recv()? {
+        Message::Filter { rules } => Filter::from_wire(&rules)
+            .map_err(|e| Error::refused(Code::BadRequest, format!("the filter: {e}"))),
+        m => Err(unexpected("the filter", &m)),
+    }
+}
+
+/// Hashes per `Sums` frame: 32 KiB of hashes, far below a frame's limit.
+const SUMS_CHUNK: usize = 1024;
+
+/// `--checksum`'s sending end: every file's BLAKE3 before the transfer (as
+/// rsync's --checksum reads every file first); `tick` runs every few
+/// megabytes, for keepalives.
+pub fn sums(sources: &[Source], tick: &mut dyn FnMut() -> Result<()>) -> Result<Vec<[u8; 32]>> {
+    sources
+        .iter()
+        .map(|s| {
+            if s.entry.is_dir() {
+                return Ok([0; 32]);
+            }
+            let f = s
+                .open()
+                .map_err(|e| Error::io(format!("reading {}", s.local.display()), e))?;
+            hash(f, tick).map_err(|e| match e {
+                Hashing::Io(e) => Error::io(format!("hashing {}", s.local.display()), e),
+                Hashing::Tick(e) => e,
+            })
+        })
+        .collect()
+}
+
+/// Sends the sums as `Sums` frames.
+pub fn send_sums(conn: &mut Conn, sums: &[[u8; 32]]) -> Result<()> {
+    for (i, chunk) in sums.chunks(SUMS_CHUNK).enumerate() {
+        conn.send_or_reason(&Message::Sums {
+            first: (i * SUMS_CHUNK) as u32,
+            hashes: chunk.to_vec(),
+        })?;
+    }
+    Ok(())
+}
+
+/// Reads the sender's sums of a manifest of `n` entries, in order.
+pub fn read_sums(conn: &mut Conn, n: usize) -> Result<Vec<[u8; 32]>> {
+    let mut out = Vec::with_capacity(n.min(1 << 20));
+    while out.len() < n {
+        match conn.recv()? {
+            Message::Sums { first, hashes }
+                if first as usize == out.len() && out.len() + hashes.len() <= n =>
+            {
+                out.extend(hashes)
+            }
+            m => return Err(unexpected("the sender's sums, in order", &m)),
+        }
+    }
+    Ok(out)
+}
+
+/// `--checksum`'s receiving end: for each entry, the BLAKE3 of the file
+/// below `root` at its path where that file has the sender's size and
+/// content (read through descriptors below the root, never through a link).
+pub fn same_content(
+    root: &Path,
+    manifest: &[FileEntry],
+    theirs: &[[u8; 32]],
+    tick: &mut dyn FnMut() -> Result<()>,
+) -> Result<Vec<Option<[u8; 32]>>> {
+    let root = Dir::open(root).map_err(|e| Error::io(format!("opening {}", root.display()), e))?;
+    let mut out = Vec::with_capacity(manifest.len());
+    for (e, sum) in manifest.iter().zip(theirs) {
+        let rel = Path::new(&e.path);
+        let here = match root.meta(rel) {
+            Ok(Some(m)) => m,
+            _ => {
+                out.push(None);
+                continue;
+            }
+        };
+        if e.is_dir() || here.kind != Kind::File || here.size != e.size {
+            out.push(None);
+            continue;
+        }
+        let f = root
+            .file(rel, Access::Read)
+            .map_err(|err| Error::io(format!("reading {}", root.shown(rel).display()), err))?;
+        let ours = hash(f, tick).map_err(|err| match err {
+            Hashing::Io(err) => Error::io(format!("hashing {}", root.shown(rel).display()), err),
+            Hashing::Tick(err) => err,
+        })?;
+        out.push((&ours == sum).then_some(ours));
+    }
+    Ok(out)
+}
+
+enum Hashing {
+    Io(std::io::Error),
+    Tick(Error),
+}
+
+/// A file's BLAKE3 from its start; `tick` every 64 MiB.
+fn hash(
+    mut f: File,
+    tick: &mut dyn FnMut() -> Result<()>,
+) -> std::result::Result<[u8; 32], Hashing> {
+    const TICK: u64 = 64 << 20;
+    let mut h = blake3::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut since = 0u64;
+    loop {
+        let k = f.read(&mut buf).map_err(Hashing::Io)?;
+        if k == 0 {
+            return Ok(*h.finalize().as_bytes());
+        }
+        h.update(&buf[..k]);
+        since += k as u64;
+        if since >= TICK {
+            since = 0;
+            tick().map_err(Hashing::Tick)?;
+        }
+    }
+}
+
+/// Bytes of paths per `Removed` frame.
+const REMOVED_CHUNK: usize = 1 << 20;
+
+/// Sends what `--delete` removed (or would) as `Removed` frames: at least
+/// one, so the sender knows the list is whole.
+pub fn send_removed(conn: &mut crate::session::conn::FrameWriter, paths: &[String]) -> Result<()> {
+    let mut start = 0;
+    loop {
+        let (mut end, mut bytes) = (start, 0);
+        while end < paths.len() && (end == start || bytes + paths[end].len() + 2 <= REMOVED_CHUNK) {
+            bytes += paths[end].len() + 2;
+            end += 1;
+        }
+        conn.send(&Message::Removed {
+            paths: paths[start..end].to_vec(),
+            more: end < paths.len(),
+        })?;
+        if end >= paths.len() {
+            return Ok(());
+        }
+        start = end;
+    }
+}
+
+/// What a peer's `--delete` removed, as this end learns it: the first
+/// `SHOWN` paths kept to tell the user, all of them counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub shown: Vec<String>,
+    pub count: u64,
+    /// The last frame arrived (`more` was false).
+    pub whole: bool,
+}
+
+impl Removed {
+    /// Paths a peer may make this end keep; the rest are counted only.
+    pub const SHOWN: usize = 10_000;
+
+    pub fn add(&mut self, paths: Vec<String>, more: bool) {
+        self.count += paths.len() as u64;
+        let room = Self::SHOWN.saturating_sub(self.shown.len());
+        self.shown.extend(paths.into_iter().take(room));
+        self.whole = !more;
+    }
+
+    pub fn from_paths(paths: Vec<String>) -> Removed {
+        let mut r = Removed::default();
+        r.add(paths, false);
+        r
+    }
+}
+
+/// What a dry run says of one entry of the manifest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Would {
+    /// Sent whole.
+    Send,
+    /// Continued: this much of it is there already.
+    Resume(u64),
+    /// Skipped: the receiver has it (same size and time, or same content).
+    Skip,
+    /// Kept: newer at the receiver (--update).
+    Keep,
+    /// A directory (made if missing).
+    Dir,
+}
+
+impl Would {
+    /// What the receiver's answer for `e` means.
+    pub fn of(e: &FileEntry, a: &Answer) -> Would {
+        match a {
+            _ if e.is_dir() => Would::Dir,
+            Answer::Keeps => Would::Keep,
+            Answer::Holds(h) if e.size > 0 && h.is_complete(e.size) => Would::Skip,
+            Answer::Holds(h) if h.covered() > 0 => Would::Resume(h.covered().min(e.size)),
+            Answer::Holds(_) => Would::Send,
+        }
+    }
+
+    /// The word a line and a record use.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Would::Send => "send",
+            Would::Resume(_) => "resume",
+            Would::Skip => "skip",
+            Would::Keep => "keep",
+            Would::Dir => "dir",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::filter::Rule;
+    use crate::files::ranges::RangeSet;
+
+    #[test]
+    fn options_travel_as_flags_and_back() {
+        let o = Options {
+            filter: Filter::new(vec![Rule::new(false, "*.o").unwrap()]).unwrap(),
+            update: true,
+            checksum: false,
+            dry_run: true,
+            delete: true,
+        };
+        let back = Options::from_flags(o.flags(), o.filter.clone());
+        assert_eq!(
+            o.flags(),
+            FLAG_UPDATE | FLAG_DRY_RUN | FLAG_DELETE | FLAG_FILTER
+        );
+        assert!(back.update && back.dry_run && back.delete && !back.checksum);
+        assert_eq!(Options::default().flags(), 0);
+        let r = o.receiving(None);
+        assert_eq!(r.delete, Some(o.filter));
+    }
+
+    #[test]
+    fn removed_keeps_a_bounded_list_and_counts_all() {
+        let mut r = Removed::default();
+        r.add(
+            (0..Removed::SHOWN + 5).map(|i| i.to_string()).collect(),
+            true,
+        );
+        assert!(!r.whole);
+        r.add(vec!["x".into()], false);
+        assert_eq!(r.count, Removed::SHOWN as u64 + 6);
+        assert_eq!(r.shown.len(), Removed::SHOWN);
+        assert!(r.whole);
+    }
+
+    #[test]
+    fn a_dry_run_reads_the_receivers_answers() {
+        let f = |size| FileEntry {
+            path: "f".into(),
+            size,
+            mode: 0o644,
+            mtime_ns: 0,
+        };
+        let holds = |r: &[(u64, u64)]| Answer::Holds(RangeSet::from_ranges(r));
+        assert_eq!(Would::of(&f(10), &holds(&[])), Would::Send);
+        assert_eq!(Would::of(&f(10), &holds(&[(0, 4)])), Would::Resume(4));
+        assert_eq!(Would::of(&f(10), &holds(&[(0, 10)])), Would::Skip);
+        assert_eq!(Would::of(&f(10), &Answer::Keeps), Would::Keep);
+        assert_eq!(Would::of(&f(0), &holds(&[])), Would::Send);
+    }
+}
