@@ -118,3 +118,33 @@ def test_a_server_started_for_one_client_gives_up_when_none_comes(tmp_path):
                         str(tmp_path), "--token-file", "-"], input="0123456789abcdef\n",
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 4 and "nobody connected within 1 s" in r.stderr, r.stderr
+
+
+def test_a_server_started_over_ssh_listens_where_it_was_reached_on_a_port_of_the_range(far, tmp_path):
+    env = {**os.environ, "BRAID_TOKEN": "port-range-holder"}
+    # Two ports of the range taken by servers of our own: the far end takes the third.
+    holders = [far.rcv.popen([binary(), "serve", "--listen", f"{far.RCV_ADDR}:{port}", "--root", str(tmp_path)],
+                             log=tmp_path / f"holder{port}.log", env=env) for port in (50110, 50111)]
+    try:
+        assert wait_until(lambda: all(f":{p} " in far.rcv.run("ss", "-tlnH") for p in (50110, 50111)),
+                          timeout=10), far.rcv.run("ss", "-tlnH")
+        quiet = {k: v for k, v in os.environ.items() if k != "BRAID_TOKEN"}
+        bench = subprocess.Popen(far.snd.argv(binary(), "bench", f"root@{far.RCV_ADDR}", "-t", "4", "-n", "1",
+                                              "--ssh", "always", "--port-range", "50110-50112", "-e", far.rsh,
+                                              "--remote-braid", binary()),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=quiet)
+        # Only the address the client reached (not every address), on the free port of the range.
+        listening = lambda: far.rcv.run("ss", "-tlnH", "sport = :50112")  # noqa: E731
+        assert wait_until(lambda: f"{far.RCV_ADDR}:50112" in listening(), timeout=30), listening()
+        assert "0.0.0.0:50112" not in listening() and "*:50112" not in listening()
+        out, err = bench.communicate(timeout=60)
+        assert bench.returncode == 0, err
+        # Every port of the range taken: the far end says so, and the client passes it on.
+        r = _braid(far, "bench", f"root@{far.RCV_ADDR}", "-t", "0.5", "--ssh", "always",
+                   "--port-range", "50110-50111")
+        assert r.returncode != 0 and "every port of --port-range 50110-50111 is in use" in r.stderr, r.stderr
+        assert wait_until(lambda: not _far_servers(far), timeout=10), _far_servers(far)
+    finally:
+        for h in holders:
+            h.kill()
+            h.wait()

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use braid::cancel::Cancel;
 use braid::files::filter::{Filter, Rule};
+use braid::files::manifest::Links;
 use braid::records::Summary;
-use braid::session::bootstrap::{self, Ssh};
+use braid::session::bootstrap::{self, PortRange, Ssh};
 use braid::session::client::{self, Config};
 use braid::session::server::{self, Server};
 use braid::session::sync;
@@ -83,6 +84,9 @@ pub struct SessionArgs {
     /// JSON lines on stdout: interval records and a final summary.
     #[arg(long)]
     json: bool,
+    /// Print nothing but errors: no progress, no summary.
+    #[arg(short = 'q', long, conflicts_with = "json")]
+    quiet: bool,
     /// Reporting interval in seconds.
     #[arg(short = 'i', long, default_value_t = 1.0)]
     interval: f64,
@@ -101,6 +105,9 @@ pub struct SessionArgs {
     /// braid on the far end, for a start over ssh.
     #[arg(long, default_value = "braid")]
     remote_braid: String,
+    /// The ports a server started over ssh may listen on (a firewall's opening), LOW-HIGH.
+    #[arg(long, value_name = "LOW-HIGH")]
+    port_range: Option<PortRange>,
     /// Ask for an unsealed session: after the handshake nothing is encrypted or
     /// authenticated. Only for measurements on a link you trust; the server must allow it
     /// (braid serve --allow-plain), and every report says so.
@@ -179,6 +186,13 @@ pub struct SyncArgs {
     /// Make the destination a mirror: remove what the sent directories hold there and the sender does not (what --exclude leaves out is kept).
     #[arg(long)]
     delete: bool,
+    /// At the end, a line (or with --json an `item` record) for each entry: sent, resumed, skipped or kept.
+    #[arg(long)]
+    itemize: bool,
+    /// Send what the symbolic links below a directory name, files and trees (rsync -L), instead
+    /// of the links themselves (the default, rsync -l). A get's server never follows a link.
+    #[arg(long, short = 'L')]
+    copy_links: bool,
 }
 
 impl SyncArgs {
@@ -217,6 +231,12 @@ impl SyncArgs {
             checksum: self.checksum,
             dry_run: self.dry_run,
             delete: self.delete,
+            itemize: self.itemize,
+            links: if self.copy_links {
+                Links::Follow
+            } else {
+                Links::Keep
+            },
         })
     }
 }
@@ -224,8 +244,19 @@ impl SyncArgs {
 #[derive(Args)]
 pub struct ServeArgs {
     /// Address and port to listen on; data streams use the same port.
-    #[arg(long, default_value = "0.0.0.0:5420")]
+    #[arg(
+        long,
+        default_value = "0.0.0.0:5420",
+        conflicts_with = "listen_reached"
+    )]
     listen: SocketAddr,
+    /// Listen only on the address an ssh client reached this host at ($SSH_CONNECTION), on a
+    /// port of --port-range or any free one: how a server started over ssh listens.
+    #[arg(long)]
+    listen_reached: bool,
+    /// Listen on the first free port of LOW-HIGH (a firewall's opening) instead of --listen's port.
+    #[arg(long, value_name = "LOW-HIGH")]
+    port_range: Option<PortRange>,
     /// Files are read and written only below this directory (required: a server that
     /// others may write to is never the current directory by accident).
     #[arg(long)]
@@ -466,7 +497,11 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Con
         params,
         sock: SocketOptions { window },
         pin_dir: s.pin_dir.clone(),
-        output: if s.json { Output::Json } else { Output::Human },
+        output: match (s.json, s.quiet) {
+            (true, _) => Output::Json,
+            (_, true) => Output::Quiet,
+            _ => Output::Human,
+        },
         interval: Duration::from_secs_f64(s.interval),
         limit_bps: s.limit,
         cancel: cancel(),
@@ -509,6 +544,7 @@ fn with_far_end<T>(
         remote_braid: s.remote_braid.clone(),
         wait: Duration::from_secs(60),
         allow_plain: s.plain,
+        port_range: s.port_range,
     };
     cfg.token = Token::generate()?;
     let far = bootstrap::start(&ssh, login, root, &cfg.token)?;
@@ -529,9 +565,12 @@ fn with_far_end<T>(
     }
 }
 
-fn print_summary(s: &Summary, json: bool) {
-    if json {
+fn print_summary(s: &Summary, a: &SessionArgs) {
+    if a.json {
         braid::records::print(s);
+        return;
+    }
+    if a.quiet {
         return;
     }
     if let Some(t) = s.transfer.as_ref().filter(|t| t.dry_run) {
@@ -631,7 +670,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let s = with_far_end(&a.s, cfg, &remote.login, Some("."), |cfg, _| {
         client::bench(cfg)
     })?;
-    print_summary(&s, a.s.json);
+    print_summary(&s, &a.s);
     Ok(())
 }
 
@@ -655,12 +694,17 @@ pub fn send(a: SendArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
         }
         client::send(cfg, &sources, if ours { &below } else { dest })
     })?;
-    print_summary(&s, a.s.json);
+    print_summary(&s, &a.s);
     Ok(())
 }
 
 pub fn get(a: GetArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
     stop_on_signals();
+    if a.sync.copy_links {
+        return Err(Error::Usage(
+            "--copy-links is for send: a server sends links as links and never follows one".into(),
+        ));
+    }
     let (local, remotes) = a.paths.split_last().expect("clap requires two paths");
     let mut first: Option<target::Remote> = None;
     let mut paths = Vec::new();
@@ -695,7 +739,7 @@ pub fn get(a: GetArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
         }
         client::get(cfg, if ours { &below } else { &paths }, &local)
     })?;
-    print_summary(&s, a.s.json);
+    print_summary(&s, &a.s);
     Ok(())
 }
 
@@ -754,20 +798,51 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         braid::errln!("braid serve: warning: {w}");
     }
     let limits = limits(&a)?;
-    let srv = Server::bind(server::Config {
-        listen: a.listen,
-        root: a.root,
-        token,
+    let mut listen = a.listen;
+    if a.listen_reached {
+        let said = std::env::var("SSH_CONNECTION").map_err(|_| {
+            Error::Usage("--listen-reached needs $SSH_CONNECTION, which sshd sets".into())
+        })?;
+        listen = SocketAddr::new(bootstrap::reached_addr(&said).map_err(Error::Usage)?, 0);
+    }
+    let ports: Vec<u16> = match a.port_range {
+        Some(r) => (r.low..=r.high).collect(),
+        None => vec![listen.port()],
+    };
+    let cancel = cancel();
+    let config = |port: u16| server::Config {
+        listen: SocketAddr::new(listen.ip(), port),
+        root: a.root.clone(),
+        token: token.clone(),
         sock: SocketOptions { window },
-        pin_dir: a.pin_dir,
+        pin_dir: a.pin_dir.clone(),
         output: if a.json { Output::Json } else { Output::Human },
         once: a.once,
         wait: a.wait.map(Duration::from_secs),
         limit_bps: a.limit,
         allow_plain: a.allow_plain,
-        cancel: cancel(),
-        limits,
-    })?;
+        cancel: cancel.clone(),
+        limits: limits.clone(),
+    };
+    // The first port of the range that is free; a port in use is no error while others are left.
+    let mut bound = Err(Error::Usage("an empty port range".into()));
+    for &port in &ports {
+        bound = Server::bind(config(port));
+        match &bound {
+            Err(e) if ports.len() > 1 && e.is_addr_in_use() => continue,
+            _ => break,
+        }
+    }
+    let srv = match bound {
+        Err(e) if ports.len() > 1 && e.is_addr_in_use() => {
+            return Err(Error::Usage(format!(
+                "every port of --port-range {} is in use on {}",
+                a.port_range.expect("a range"),
+                listen.ip()
+            )))
+        }
+        other => other?,
+    };
     braid::errln!("braid serve: listening on {}", srv.local_addr());
     srv.run()
 }

@@ -63,11 +63,21 @@ fn rules_apply_in_the_order_given_and_a_dry_run_writes_nothing() {
         .collect();
     assert_eq!(sent, ["in/proj/a.rs"], "{out}");
 
-    let o = run(&["--include", "keep.o", "--exclude", "*.o"]);
+    let o = run(&["--include", "keep.o", "--exclude", "*.o", "--itemize"]);
     ok(&o);
     assert!(root.join("in/proj/keep.o").is_file() && !root.join("in/proj/b.o").exists());
+    let out = text(&o.stdout);
+    assert!(out.contains("2 sent, 0 resumed, 0 skipped"), "{out}");
     assert!(
-        text(&o.stdout).contains("2 sent, 0 resumed, 0 skipped"),
+        out.contains("send   in/proj/keep.o"),
+        "--itemize says each entry's fate: {out}"
+    );
+
+    // Quiet: nothing but errors; again with --resume, everything is skipped.
+    let o = run(&["--include", "keep.o", "--exclude", "*.o", "--resume", "-q"]);
+    ok(&o);
+    assert!(
+        o.stdout.is_empty() && o.stderr.is_empty(),
         "{}",
         text(&o.stdout)
     );

@@ -109,6 +109,10 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             }
         }
         Message::Keep { file } => w.u32(*file),
+        Message::Link { file, target } => {
+            w.u32(*file);
+            w.str(target);
+        }
         Message::Sums { first, hashes } => {
             w.u32(*first);
             w.u32(hashes.len() as u32);
@@ -320,6 +324,13 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 hashes.push(r.array()?);
             }
             Message::Sums { first, hashes }
+        }
+        22 => {
+            r.what = "link";
+            Message::Link {
+                file: r.u32()?,
+                target: r.str()?,
+            }
         }
         21 => {
             r.what = "removed";
@@ -633,12 +644,12 @@ mod tests {
                 value: 0x8000
             })
         );
-        open[flags_at] = 0x01;
+        open[flags_at] = 0x02;
         assert_eq!(
             decode(&open),
             Err(DecodeError::Value {
                 what: "open: flags",
-                value: 0x100
+                value: 0x200
             })
         );
     }
@@ -730,6 +741,7 @@ mod tests {
             proptest::collection::vec("\\PC{0,20}", 0..6)
                 .prop_map(|rules| Message::Filter { rules }),
             any::<u32>().prop_map(|file| Message::Keep { file }),
+            (any::<u32>(), "\\PC{0,20}").prop_map(|(file, target)| Message::Link { file, target }),
             (
                 any::<u32>(),
                 proptest::collection::vec(any::<[u8; 32]>(), 0..4)

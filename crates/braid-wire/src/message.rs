@@ -82,6 +82,10 @@ pub const FLAG_DRY_RUN: u32 = 32;
 pub const FLAG_DELETE: u32 = 64;
 /// Send/get: a `Filter` follows `Open`.
 pub const FLAG_FILTER: u32 = 128;
+/// Send/get: the manifest may hold symbolic links (entries of [`MODE_LINK`]),
+/// each one's target in a `Link` after the manifest; a get's server lists
+/// links as links only for a client that says so.
+pub const FLAG_LINKS: u32 = 256;
 pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME
     | FLAG_REVERSE
     | FLAG_NAME_AS_DEST
@@ -89,7 +93,8 @@ pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME
     | FLAG_CHECKSUM
     | FLAG_DRY_RUN
     | FLAG_DELETE
-    | FLAG_FILTER;
+    | FLAG_FILTER
+    | FLAG_LINKS;
 
 /// The file-type bits of [`FileEntry::mode`] that mark a directory (S_IFDIR):
 /// a directory travels as an entry of size 0, so an empty one arrives too.
@@ -106,9 +111,18 @@ pub struct FileEntry {
     pub mtime_ns: i64,
 }
 
+/// The file-type bits of [`FileEntry::mode`] that mark a symbolic link
+/// (S_IFLNK): it travels as an entry of size 0, its target in a `Link`.
+pub const MODE_LINK: u32 = 0o120000;
+const MODE_TYPE: u32 = 0o170000;
+
 impl FileEntry {
     pub fn is_dir(&self) -> bool {
-        self.mode & MODE_DIR != 0
+        self.mode & MODE_TYPE == MODE_DIR
+    }
+
+    pub fn is_link(&self) -> bool {
+        self.mode & MODE_TYPE == MODE_LINK
     }
 }
 
@@ -258,6 +272,12 @@ pub enum Message {
         first: u32,
         hashes: Vec<[u8; 32]>,
     },
+    /// The target of `file`, a symbolic link of the manifest ([`FLAG_LINKS`]):
+    /// one per link, in order, after the manifest (and its `Sums`).
+    Link {
+        file: u32,
+        target: String,
+    },
     /// What the receiver removed (or, with [`FLAG_DRY_RUN`], would remove)
     /// for [`FLAG_DELETE`], before its `Close`; `more`: another follows.
     Removed {
@@ -289,6 +309,7 @@ impl Message {
             Message::Keep { .. } => 19,
             Message::Sums { .. } => 20,
             Message::Removed { .. } => 21,
+            Message::Link { .. } => 22,
         }
     }
 }

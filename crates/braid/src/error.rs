@@ -107,6 +107,11 @@ impl Error {
         matches!(self, Error::Connect { source, .. } if source.kind() == io::ErrorKind::ConnectionRefused)
     }
 
+    /// The address to listen on is taken (another port of a range may be free).
+    pub fn is_addr_in_use(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::AddrInUse)
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => exit::USAGE,

@@ -1321,3 +1321,65 @@ fn filters_update_checksum_delete_and_dry_run_do_what_rsync_users_expect() {
     assert!(back.join("proj/a.rs").is_file() && !back.join("proj/keep.o").exists());
     assert_eq!(tally(&s).removed, 1);
 }
+
+/// Symbolic links below a tree travel as links (rsync -l), both ways, each
+/// in place of what had its name; with --copy-links a send carries what they
+/// name instead; a link never leads the receiver outside its root.
+#[test]
+fn links_travel_as_links_or_as_what_they_name() {
+    use braid::files::manifest::Links;
+    use braid::session::sync::Options;
+    let d = tempfile::tempdir().unwrap();
+    let (root, here) = (d.path().join("root"), d.path().join("here"));
+    let tree = here.join("tree");
+    fs::create_dir_all(tree.join("sub")).unwrap();
+    fs::create_dir_all(&root).unwrap();
+    fs::write(tree.join("sub/f"), noise(10_000, 7)).unwrap();
+    std::os::unix::fs::symlink("sub/f", tree.join("to-f")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", tree.join("abs")).unwrap();
+    std::os::unix::fs::symlink("sub", tree.join("to-sub")).unwrap();
+    // What had the link's name at the receiver is replaced, as rsync replaces it.
+    fs::create_dir_all(root.join("tree")).unwrap();
+    fs::write(root.join("tree/to-f"), b"an old file").unwrap();
+    let addr = serve(&root);
+    let send = |links: Links| {
+        let mut cfg = config(&addr, params(Kind::Send, 2), TOKEN);
+        cfg.sync = Options {
+            links,
+            ..Default::default()
+        };
+        client::send(&cfg, std::slice::from_ref(&tree), "").unwrap()
+    };
+    send(Links::Keep);
+    let link = |p: &Path| fs::read_link(p).unwrap();
+    assert_eq!(link(&root.join("tree/to-f")), Path::new("sub/f"));
+    assert_eq!(link(&root.join("tree/abs")), Path::new("/etc/passwd"));
+    assert_eq!(link(&root.join("tree/to-sub")), Path::new("sub"));
+    assert!(!root.join("tree/.braid-partial").exists());
+
+    // Back again: the server sends links as links.
+    let back = d.path().join("back");
+    fs::create_dir_all(&back).unwrap();
+    let cfg = config(&addr, params(Kind::Get, 2), TOKEN);
+    client::get(&cfg, &["tree".to_string()], &back).unwrap();
+    assert_eq!(link(&back.join("tree/to-f")), Path::new("sub/f"));
+    assert_eq!(b3(&back.join("tree/sub/f")), b3(&tree.join("sub/f")));
+
+    // --copy-links: what the links name, as files and trees.
+    let copied = d.path().join("root2");
+    fs::create_dir_all(&copied).unwrap();
+    let addr2 = serve(&copied);
+    let mut cfg = config(&addr2, params(Kind::Send, 2), TOKEN);
+    cfg.sync = Options {
+        links: Links::Follow,
+        ..Default::default()
+    };
+    client::send(&cfg, std::slice::from_ref(&tree), "").unwrap();
+    let m = fs::symlink_metadata(copied.join("tree/to-f")).unwrap();
+    assert!(m.is_file());
+    assert_eq!(b3(&copied.join("tree/to-f")), b3(&tree.join("sub/f")));
+    assert!(fs::symlink_metadata(copied.join("tree/to-sub"))
+        .unwrap()
+        .is_dir());
+    assert_eq!(b3(&copied.join("tree/to-sub/f")), b3(&tree.join("sub/f")));
+}

@@ -192,6 +192,25 @@ impl Dir {
         }
     }
 
+    /// What the symbolic link `rel` holds, read without following it.
+    pub fn read_link(&self, rel: &Path) -> io::Result<std::ffi::OsString> {
+        use std::os::unix::ffi::OsStringExt;
+        let (parent, name) = split(rel)?;
+        let parent = self.dir(parent)?;
+        let target = rfs::readlinkat(&parent.fd, name, Vec::new())?;
+        Ok(std::ffi::OsString::from_vec(target.into_bytes()))
+    }
+
+    /// Makes `rel` a symbolic link to `target` (its parent exists, the name
+    /// is free). The link is only written: braid never follows one below a
+    /// root, so where it points cannot lead a later session astray.
+    pub fn symlink(&self, target: &str, rel: &Path) -> io::Result<()> {
+        let (parent, name) = split(rel)?;
+        let parent = self.dir(parent)?;
+        rfs::symlinkat(target, &parent.fd, name)?;
+        Ok(())
+    }
+
     /// Makes the directory `rel` (its parent exists).
     pub fn create_dir(&self, rel: &Path, mode: u32) -> io::Result<()> {
         let (parent, name) = split(rel)?;

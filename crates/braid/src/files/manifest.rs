@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use braid_wire::{FileEntry, MODE_DIR};
+use braid_wire::{FileEntry, MODE_DIR, MODE_LINK};
 
 use crate::error::{Code, Error, Result};
 use crate::files::beneath::{Access, Dir, Kind, Meta};
@@ -29,6 +29,21 @@ pub struct Source {
     pub local: PathBuf,
     /// How to open it again (files only).
     origin: Option<Origin>,
+    /// A symbolic link's target (links only).
+    pub link: Option<String>,
+}
+
+/// What a listing does with the symbolic links it meets below a directory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Links {
+    /// Sends each as a link (rsync -l; the default).
+    #[default]
+    Keep,
+    /// Sends what each names, a file or a tree (rsync -L); a link that
+    /// leads back into a tree already listed is skipped, as is a broken one.
+    Follow,
+    /// Leaves them out, each reported (for a peer that cannot take them).
+    Skip,
 }
 
 /// A listed file's directory, its path below it, and which file it was.
@@ -68,11 +83,13 @@ impl Source {
 /// name is followed. Every file is opened once here, so one that cannot be
 /// read is an error before any data moves. `filter` leaves out what it
 /// excludes (a directory with all below it), matched against the path as
-/// listed: a named directory's own name first.
+/// listed: a named directory's own name first; `links` says what becomes of
+/// the links below a directory.
 pub fn list(
     sources: &[PathBuf],
     prefix: &str,
     filter: &Filter,
+    links: Links,
 ) -> Result<(Vec<Source>, Vec<String>)> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
@@ -101,10 +118,13 @@ pub fn list(
             out.push(dir_source(src, &top, &Meta::of_fd(&*base).map_err(io_err)?));
             let mut w = Walk {
                 filter,
+                links,
                 from: top.len() - name.len(),
+                ancestors: Vec::new(),
                 out: &mut out,
                 skipped: &mut skipped,
             };
+            w.enter(&base, Path::new(""))?;
             w.walk(&base, Path::new(""), &top)?;
         } else if meta.is_file() {
             // Listed from the directory that really holds it, so that it is
@@ -166,6 +186,7 @@ fn dir_source(local: &Path, path: &str, meta: &Meta) -> Source {
         entry: entry(path, meta),
         local: local.to_owned(),
         origin: None,
+        link: None,
     }
 }
 
@@ -185,6 +206,7 @@ fn file_source(base: &Arc<Dir>, rel: &Path, local: &Path, path: &str) -> Result<
             dev: meta.dev,
             ino: meta.ino,
         }),
+        link: None,
     })
 }
 
@@ -216,6 +238,10 @@ pub fn blake3_of(mut f: &fs::File) -> std::io::Result<([u8; 32], u64)> {
 /// A listing under way: what it leaves out and what it found.
 struct Walk<'a> {
     filter: &'a Filter,
+    links: Links,
+    /// The directories (device, inode) from the top down to where the walk
+    /// is: a followed link to one of them is a loop.
+    ancestors: Vec<(u64, u64)>,
     /// Where, in a manifest path, the path the filter matches begins (after
     /// a `send`'s destination prefix).
     from: usize,
@@ -224,6 +250,91 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// Enters the directory `rel` below `base`; false (and not entered) if
+    /// it is one of the directories the walk is in already.
+    fn enter(&mut self, base: &Dir, rel: &Path) -> Result<bool> {
+        let m = base
+            .dir(rel)
+            .and_then(|d| d.meta_here())
+            .map_err(|e| Error::io(format!("reading {}", base.shown(rel).display()), e))?;
+        if self.ancestors.contains(&(m.dev, m.ino)) {
+            return Ok(false);
+        }
+        self.ancestors.push((m.dev, m.ino));
+        Ok(true)
+    }
+
+    /// A link met below a directory, as `links` says.
+    fn link(&mut self, base: &Arc<Dir>, rel: &Path, local: &Path, p: &str) -> Result<()> {
+        match self.links {
+            Links::Skip => self
+                .skipped
+                .push(format!("{}: a symbolic link", local.display())),
+            Links::Keep => {
+                let target = base
+                    .read_link(rel)
+                    .map_err(|e| Error::io(format!("reading the link {}", local.display()), e))?;
+                let meta = base
+                    .meta(rel)
+                    .map_err(|e| Error::io(format!("reading {}", local.display()), e))?
+                    .ok_or_else(|| Error::Usage(format!("{} went away", local.display())))?;
+                match target.into_string() {
+                    Ok(t) if !t.is_empty() && t.len() < 4096 => {
+                        let mut src = dir_source(local, p, &meta);
+                        // Its target travels apart: no content, no size.
+                        src.entry.mode = MODE_LINK | 0o777;
+                        src.entry.size = 0;
+                        src.link = Some(t);
+                        self.out.push(src);
+                    }
+                    _ => self.skipped.push(format!(
+                        "{}: a link whose target is not UTF-8 (or is empty or too long)",
+                        local.display()
+                    )),
+                }
+            }
+            Links::Follow => {
+                // The user asked for what the link names, wherever it is:
+                // listed from the directory that really holds it.
+                let Ok(real) = fs::canonicalize(local) else {
+                    self.skipped
+                        .push(format!("{}: a broken symbolic link", local.display()));
+                    return Ok(());
+                };
+                let meta = fs::metadata(&real)
+                    .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
+                let io_err = |e| Error::io(format!("reading {}", local.display()), e);
+                if meta.is_dir() {
+                    let there = Arc::new(Dir::open(&real).map_err(io_err)?);
+                    if !self.enter(&there, Path::new(""))? {
+                        self.skipped.push(format!(
+                            "{}: a link to a directory it lies in (a loop)",
+                            local.display()
+                        ));
+                        return Ok(());
+                    }
+                    self.out
+                        .push(dir_source(local, p, &Meta::of_fd(&*there).map_err(io_err)?));
+                    self.walk(&there, Path::new(""), p)?;
+                    self.ancestors.pop();
+                } else if meta.is_file() {
+                    let (Some(parent), Some(file)) = (real.parent(), real.file_name()) else {
+                        return Ok(());
+                    };
+                    let there = Arc::new(Dir::open(parent).map_err(io_err)?);
+                    self.out
+                        .push(file_source(&there, Path::new(file), local, p)?);
+                } else {
+                    self.skipped.push(format!(
+                        "{}: links to neither a file nor a directory",
+                        local.display()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Lists the tree below `base`'s `rel` (its entries named under `path`),
     /// in name order, through descriptors: links are skipped, not followed.
     fn walk(&mut self, base: &Arc<Dir>, rel: &Path, path: &str) -> Result<()> {
@@ -247,8 +358,7 @@ impl Walk<'_> {
                 continue;
             }
             if kind == Kind::Link {
-                self.skipped
-                    .push(format!("{}: a symbolic link", local.display()));
+                self.link(base, &r, &local, &p)?;
             } else if pathsafe::is_internal(&name) {
                 self.skipped.push(format!(
                     "{}: braid's staging directory (part files of an unfinished transfer)",
@@ -260,7 +370,9 @@ impl Walk<'_> {
                     .and_then(|d| d.meta_here())
                     .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
                 self.out.push(dir_source(&local, &p, &meta));
+                self.ancestors.push((meta.dev, meta.ino));
                 self.walk(base, &r, &p)?;
+                self.ancestors.pop();
             } else if kind == Kind::File {
                 self.out.push(file_source(base, &r, &local, &p)?);
             } else {
@@ -276,15 +388,29 @@ impl Walk<'_> {
 /// anything that would leave it, symbolic links on the way included, and
 /// braid's own staging directories. `.` (or an empty path) is the root
 /// itself: its contents, named as below it. `filter` (the client's) leaves
-/// out what it excludes, matched against the paths as offered.
-pub fn resolve_request(root: &Path, requested: &[String], filter: &Filter) -> Result<Vec<Source>> {
+/// out what it excludes, matched against the paths as offered; links below
+/// a directory are sent as links, or left out (`Links::Skip`) for a client
+/// that cannot take them; never followed.
+pub fn resolve_request(
+    root: &Path,
+    requested: &[String],
+    filter: &Filter,
+    links: Links,
+) -> Result<Vec<Source>> {
+    let links = if links == Links::Follow {
+        Links::Keep
+    } else {
+        links
+    };
     let base =
         Arc::new(Dir::open(root).map_err(|e| Error::io(format!("opening {}", root.display()), e))?);
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     let mut w = Walk {
         filter,
+        links,
         from: 0,
+        ancestors: Vec::new(),
         out: &mut out,
         skipped: &mut skipped,
     };
@@ -409,8 +535,13 @@ mod tests {
         fs::write(top.join("b/c/z"), b"").unwrap();
         fs::write(top.join("b/y"), b"yyy").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", top.join("link")).unwrap();
-        let (files, skipped) =
-            list(std::slice::from_ref(&top), "./dest/", &Filter::default()).unwrap();
+        let (files, skipped) = list(
+            std::slice::from_ref(&top),
+            "./dest/",
+            &Filter::default(),
+            Links::Skip,
+        )
+        .unwrap();
         let paths: Vec<_> = files
             .iter()
             .map(|s| (s.entry.path.as_str(), s.entry.size))
@@ -459,7 +590,8 @@ mod tests {
         let names = |files: Vec<Source>| -> Vec<String> {
             files.into_iter().map(|s| s.entry.path).collect()
         };
-        let (files, skipped) = list(std::slice::from_ref(&top), "dest", &filter).unwrap();
+        let (files, skipped) =
+            list(std::slice::from_ref(&top), "dest", &filter, Links::Skip).unwrap();
         assert_eq!(
             names(files),
             [
@@ -472,7 +604,7 @@ mod tests {
         );
         assert!(skipped.is_empty(), "{skipped:?}");
         // A get's server lists with the client's filter, matched as offered.
-        let got = resolve_request(d.path(), &["proj".into()], &filter).unwrap();
+        let got = resolve_request(d.path(), &["proj".into()], &filter, Links::Skip).unwrap();
         assert_eq!(
             names(got),
             [
@@ -484,11 +616,71 @@ mod tests {
             ]
         );
         let only = Filter::new(vec![Rule::new(false, "proj").unwrap()]).unwrap();
-        let (files, skipped) = list(std::slice::from_ref(&top), "", &only).unwrap();
+        let (files, skipped) = list(std::slice::from_ref(&top), "", &only, Links::Skip).unwrap();
         assert!(
             files.is_empty() && skipped[0].contains("excluded"),
             "{skipped:?}"
         );
+    }
+
+    #[test]
+    fn links_below_a_tree_are_kept_as_links_or_followed_and_a_loop_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path().join("t");
+        fs::create_dir_all(top.join("sub")).unwrap();
+        fs::create_dir_all(d.path().join("outside")).unwrap();
+        fs::write(d.path().join("outside/o"), b"oo").unwrap();
+        fs::write(top.join("sub/f"), b"f").unwrap();
+        std::os::unix::fs::symlink("sub/f", top.join("to-f")).unwrap();
+        std::os::unix::fs::symlink("../outside", top.join("to-outside")).unwrap();
+        std::os::unix::fs::symlink("..", top.join("sub/up")).unwrap();
+        std::os::unix::fs::symlink("nowhere", top.join("broken")).unwrap();
+        let paths = |files: &[Source]| -> Vec<String> {
+            files.iter().map(|s| s.entry.path.clone()).collect()
+        };
+        let (kept, skipped) = list(
+            std::slice::from_ref(&top),
+            "",
+            &Filter::default(),
+            Links::Keep,
+        )
+        .unwrap();
+        let links: Vec<(&str, &str)> = kept
+            .iter()
+            .filter(|s| s.entry.is_link())
+            .map(|s| (s.entry.path.as_str(), s.link.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            links,
+            [
+                ("t/broken", "nowhere"),
+                ("t/sub/up", ".."),
+                ("t/to-f", "sub/f"),
+                ("t/to-outside", "../outside")
+            ]
+        );
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let (followed, skipped) = list(
+            std::slice::from_ref(&top),
+            "",
+            &Filter::default(),
+            Links::Follow,
+        )
+        .unwrap();
+        assert_eq!(
+            paths(&followed),
+            [
+                "t",
+                "t/sub",
+                "t/sub/f",
+                "t/to-f",
+                "t/to-outside",
+                "t/to-outside/o"
+            ]
+        );
+        assert_eq!(followed[3].entry.size, 1, "the file a link names");
+        assert!(skipped.iter().any(|s| s.contains("broken")), "{skipped:?}");
+        assert!(skipped.iter().any(|s| s.contains("a loop")), "{skipped:?}");
     }
 
     #[test]
@@ -500,7 +692,13 @@ mod tests {
         for n in ["a.braid-part", ".b.braid-journal", ".c.tmp"] {
             fs::write(top.join(n), b"x").unwrap();
         }
-        let (files, skipped) = list(std::slice::from_ref(&top), "", &Filter::default()).unwrap();
+        let (files, skipped) = list(
+            std::slice::from_ref(&top),
+            "",
+            &Filter::default(),
+            Links::Skip,
+        )
+        .unwrap();
         let paths: Vec<&str> = files.iter().map(|s| s.entry.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -526,7 +724,7 @@ mod tests {
         let f = d.path().join("locked");
         fs::write(&f, b"x").unwrap();
         fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
-        let e = list(&[f], "", &Filter::default()).unwrap_err();
+        let e = list(&[f], "", &Filter::default(), Links::Skip).unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
     }
 
@@ -539,16 +737,17 @@ mod tests {
         fs::write(d.path().join("secret"), b"s").unwrap();
         std::os::unix::fs::symlink(d.path().join("secret"), root.join("pub/escape")).unwrap();
         assert_eq!(
-            resolve_request(&root, &["pub/f".into()], &Filter::default()).unwrap()[0]
+            resolve_request(&root, &["pub/f".into()], &Filter::default(), Links::Skip).unwrap()[0]
                 .entry
                 .path,
             "f"
         );
-        let all: Vec<String> = resolve_request(&root, &[".".into()], &Filter::default())
-            .unwrap()
-            .into_iter()
-            .map(|s| s.entry.path)
-            .collect();
+        let all: Vec<String> =
+            resolve_request(&root, &[".".into()], &Filter::default(), Links::Skip)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.entry.path)
+                .collect();
         assert_eq!(
             all,
             ["pub", "pub/f"],
@@ -564,7 +763,8 @@ mod tests {
             "pub/.braid-partial/x.part",
             ".braid-partial",
         ] {
-            let e = resolve_request(&root, &[bad.into()], &Filter::default()).unwrap_err();
+            let e =
+                resolve_request(&root, &[bad.into()], &Filter::default(), Links::Skip).unwrap_err();
             assert!(
                 matches!(
                     e,
@@ -577,7 +777,7 @@ mod tests {
             );
         }
         assert!(matches!(
-            resolve_request(&root, &["nope".into()], &Filter::default()),
+            resolve_request(&root, &["nope".into()], &Filter::default(), Links::Skip),
             Err(Error::Refused {
                 code: Code::NotFound,
                 ..
@@ -620,7 +820,8 @@ mod tests {
         fs::write(root.join("pub/f"), b"listed").unwrap();
         fs::write(root.join("pub/g"), b"listed too").unwrap();
         fs::write(d.path().join("shadow"), b"secret").unwrap();
-        let sources = resolve_request(&root, &["pub".into()], &Filter::default()).unwrap();
+        let sources =
+            resolve_request(&root, &["pub".into()], &Filter::default(), Links::Skip).unwrap();
         let f = sources.iter().find(|s| s.entry.path == "pub/f").unwrap();
         let g = sources.iter().find(|s| s.entry.path == "pub/g").unwrap();
         assert_eq!(fs::read_to_string(root.join("pub/f")).unwrap(), "listed");

@@ -30,6 +30,60 @@ pub struct Ssh {
     pub wait: Duration,
     /// The client asks for an unsealed session: the far end allows it.
     pub allow_plain: bool,
+    /// The ports the far end may listen on (a firewall's opening), else any.
+    pub port_range: Option<PortRange>,
+}
+
+/// Ports a server may listen on, both ends included (bbcp's -Z,
+/// GLOBUS_TCP_PORT_RANGE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRange {
+    pub low: u16,
+    pub high: u16,
+}
+
+impl std::str::FromStr for PortRange {
+    type Err = String;
+
+    /// `LOW-HIGH` (or `LOW,HIGH`, as GLOBUS_TCP_PORT_RANGE writes it).
+    fn from_str(s: &str) -> std::result::Result<PortRange, String> {
+        let (a, b) = s
+            .split_once(['-', ','])
+            .ok_or_else(|| format!("{s:?} is not a port range (LOW-HIGH, e.g. 50000-50100)"))?;
+        let port = |p: &str| {
+            p.trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("{p:?} in {s:?} is not a port (1-65535)"))
+        };
+        let (low, high) = (port(a)?, port(b)?);
+        if low > high {
+            return Err(format!("{s:?} ends before it starts"));
+        }
+        Ok(PortRange { low, high })
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.low, self.high)
+    }
+}
+
+/// The address a client reached this host at over ssh: the third word of
+/// `$SSH_CONNECTION` ("client-ip client-port server-ip server-port"), so a
+/// server started over ssh listens there and not on every address it has.
+pub fn reached_addr(ssh_connection: &str) -> std::result::Result<std::net::IpAddr, String> {
+    let words: Vec<&str> = ssh_connection.split_whitespace().collect();
+    match words.as_slice() {
+        [_, _, server, _] => server
+            .parse()
+            .map_err(|_| format!("$SSH_CONNECTION names {server:?}, which is no address")),
+        _ => Err(format!(
+            "$SSH_CONNECTION ({ssh_connection:?}) is not \"client-ip client-port server-ip server-port\""
+        )),
+    }
 }
 
 /// The server's root and the path below it for a remote path (see the module doc).
@@ -63,18 +117,19 @@ pub fn shell_quote(s: &str) -> String {
 
 /// The local command that starts the far end.
 pub fn serve_argv(ssh: &Ssh, login: &str, root: &str) -> Vec<String> {
-    let remote = [
+    let mut remote = [
         shell_quote(&ssh.remote_braid),
-        "serve --once --listen 0.0.0.0:0 --token-file -".into(),
+        "serve --once --listen-reached --token-file -".into(),
         format!("--wait {}", ssh.wait.as_secs().max(1)),
         format!("--root {}", shell_quote(root)),
     ]
-    .join(" ")
-        + if ssh.allow_plain {
-            " --allow-plain"
-        } else {
-            ""
-        };
+    .join(" ");
+    if let Some(r) = ssh.port_range {
+        remote += &format!(" --port-range {r}");
+    }
+    if ssh.allow_plain {
+        remote += " --allow-plain";
+    }
     let mut argv = ssh.command.clone();
     argv.extend([login.to_owned(), "--".into(), remote]);
     argv
@@ -256,6 +311,7 @@ mod tests {
             remote_braid: "/opt/braid dir/braid".into(),
             wait: Duration::from_secs(60),
             allow_plain: false,
+            port_range: None,
         };
         assert_eq!(
             serve_argv(&ssh, "ann@h", "/"),
@@ -265,9 +321,41 @@ mod tests {
                 "2222",
                 "ann@h",
                 "--",
-                "'/opt/braid dir/braid' serve --once --listen 0.0.0.0:0 --token-file - --wait 60 --root /"
+                "'/opt/braid dir/braid' serve --once --listen-reached --token-file - --wait 60 --root /"
             ]
         );
+        let ranged = Ssh {
+            port_range: Some("50000-50010".parse().unwrap()),
+            ..ssh
+        };
+        assert!(serve_argv(&ranged, "h", ".")
+            .last()
+            .unwrap()
+            .ends_with("--root . --port-range 50000-50010"));
+    }
+
+    #[test]
+    fn port_ranges_and_the_reached_address() {
+        assert_eq!(
+            "50000-50100".parse::<PortRange>(),
+            Ok(PortRange {
+                low: 50000,
+                high: 50100
+            })
+        );
+        assert_eq!(
+            "7,9".parse::<PortRange>().map(|r| (r.low, r.high)),
+            Ok((7, 9))
+        );
+        for bad in ["50100-50000", "0-10", "x-9", "5000", "1-70000"] {
+            assert!(bad.parse::<PortRange>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            reached_addr("10.0.0.1 51234 10.0.0.2 22"),
+            Ok("10.0.0.2".parse().unwrap())
+        );
+        assert_eq!(reached_addr("::1 51234 ::1 22"), Ok("::1".parse().unwrap()));
+        assert!(reached_addr("").is_err() && reached_addr("a b c d").is_err());
     }
 
     #[test]

@@ -9,11 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use braid_wire::{FileEntry, Kind, Message, SessionParams, FLAG_NAME_AS_DEST, FLAG_RESUME};
+use braid_wire::{
+    FileEntry, Kind, Message, SessionParams, FLAG_LINKS, FLAG_NAME_AS_DEST, FLAG_RESUME,
+};
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::files::manifest;
+use crate::files::manifest::{self, Links};
 use crate::proto::steer::Steer;
 use crate::proto::Answer;
 use crate::records::Summary;
@@ -314,8 +316,8 @@ fn rename_top(files: &mut [FileEntry], from: &str, to: &str) {
 
 /// `braid send`: files and directories to `dest` below the server's root.
 pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
-    let (files, skipped) = manifest::list(sources, dest, &cfg.sync.filter)?;
-    if cfg.output != Output::Json {
+    let (files, skipped) = manifest::list(sources, dest, &cfg.sync.filter, cfg.sync.links)?;
+    if cfg.output == Output::Human {
         for s in &skipped {
             crate::errln!("braid: skipping {s}");
         }
@@ -335,6 +337,9 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     if names_the_file(&files, dest) {
         params.flags |= FLAG_NAME_AS_DEST;
     }
+    if files.iter().any(|s| s.link.is_some()) {
+        params.flags |= FLAG_LINKS;
+    }
     o.ctrl.send_or_reason(&Message::Open(params))?;
     sync::send_filter(&mut o.ctrl, &cfg.sync.filter)?;
     let entries: Vec<FileEntry> = files.iter().map(|s| s.entry.clone()).collect();
@@ -342,6 +347,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     if let Some(sums) = &sums {
         sync::send_sums(&mut o.ctrl, sums)?;
     }
+    sync::send_links(&mut o.ctrl, &files)?;
     let (session, _) = accepted(&mut o.ctrl, cfg)?;
     // A receiver holds at most a range per block it could have written.
     let answers = engine::read_answers(
@@ -388,7 +394,10 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let _ = sampler.join();
     let sent = sent?;
     summary.peer_bytes = Some(sent.peer);
-    summary.files = files.iter().filter(|s| !s.entry.is_dir()).count();
+    summary.files = files
+        .iter()
+        .filter(|s| !s.entry.is_dir() && !s.entry.is_link())
+        .count();
     summary.requeued_blocks = sent.requeued;
     summary.windows_repaired = sending.repaired_windows();
     summary.sealed = agreed.suite.name();
@@ -397,6 +406,9 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     // A file the receiver kept was not verified: it is not the sender's.
     summary.files -= transfer.kept;
     summary.transfer = Some(transfer);
+    if cfg.sync.itemize {
+        items(cfg, &entries, &answers, "");
+    }
     tell_removed(cfg, &sent.removed.shown, sent.removed.count);
     Ok(summary)
 }
@@ -410,7 +422,7 @@ fn tally(entries: &[FileEntry], answers: &[Answer]) -> Transfer {
             Would::Resume(_) => t.resumed += 1,
             Would::Skip => t.skipped += 1,
             Would::Keep => t.kept += 1,
-            Would::Dir => {}
+            Would::Dir | Would::Link => {}
         }
     }
     t
@@ -440,17 +452,9 @@ fn dry_run(
     answers: &[Answer],
     removed: Removed,
 ) -> Summary {
-    for (e, a) in entries.iter().zip(answers) {
-        let would = Would::of(e, a);
-        let bytes = match would {
-            Would::Send => e.size,
-            Would::Resume(held) => e.size - held,
-            _ => 0,
-        };
-        item(cfg, &e.path, would.word(), bytes);
-    }
+    items(cfg, entries, answers, "would ");
     for p in &removed.shown {
-        item(cfg, p, "remove", 0);
+        item(cfg, p, "remove", 0, "would ");
     }
     if removed.count > removed.shown.len() as u64 {
         crate::errln!(
@@ -459,7 +463,10 @@ fn dry_run(
         );
     }
     let mut summary = tel.finish(kind, role, mode_name(&cfg.params));
-    summary.files = entries.iter().filter(|e| !e.is_dir()).count();
+    summary.files = entries
+        .iter()
+        .filter(|e| !e.is_dir() && !e.is_link())
+        .count();
     let mut transfer = tally(entries, answers);
     transfer.removed = removed.count;
     transfer.dry_run = true;
@@ -467,7 +474,21 @@ fn dry_run(
     summary
 }
 
-fn item(cfg: &Config, path: &str, action: &'static str, bytes: u64) {
+/// Each entry's fate, a line (after `prefix`) or an `item` record each:
+/// a dry run's (`would`) and `--itemize`'s.
+fn items(cfg: &Config, entries: &[FileEntry], answers: &[Answer], prefix: &str) {
+    for (e, a) in entries.iter().zip(answers) {
+        let would = Would::of(e, a);
+        let bytes = match would {
+            Would::Send => e.size,
+            Would::Resume(held) => e.size - held,
+            _ => 0,
+        };
+        item(cfg, &e.path, would.word(), bytes, prefix);
+    }
+}
+
+fn item(cfg: &Config, path: &str, action: &'static str, bytes: u64, prefix: &str) {
     match cfg.output {
         Output::Json => crate::records::print(&Item {
             path: path.to_owned(),
@@ -480,7 +501,7 @@ fn item(cfg: &Config, path: &str, action: &'static str, bytes: u64) {
             } else {
                 String::new()
             };
-            crate::outln!("would {action:<6} {path}{size}")
+            crate::outln!("{prefix}{action:<6} {path}{size}")
         }
         Output::Quiet => {}
     }
@@ -518,8 +539,11 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
 
 fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Result<Summary> {
     let mut o = open(cfg)?;
-    o.ctrl
-        .send_or_reason(&Message::Open(cfg.open_params(Kind::Get)))?;
+    let mut params = cfg.open_params(Kind::Get);
+    if cfg.sync.links != Links::Skip {
+        params.flags |= FLAG_LINKS;
+    }
+    o.ctrl.send_or_reason(&Message::Open(params))?;
     sync::send_filter(&mut o.ctrl, &cfg.sync.filter)?;
     let wanted: Vec<FileEntry> = remote
         .iter()
@@ -546,10 +570,16 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     } else {
         None
     };
+    let links = if files.iter().any(FileEntry::is_link) {
+        sync::read_links(&mut o.ctrl, &files)?
+    } else {
+        Vec::new()
+    };
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let opts = RecvOptions {
         sync: cfg.sync.receiving(same),
+        links,
         ..RecvOptions::new(
             cfg.params.flags & FLAG_RESUME != 0,
             cfg.params.block_size,
@@ -590,13 +620,16 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     let _ = sampler.join();
     let peer = res?;
     summary.peer_bytes = Some(peer);
-    summary.files = files.iter().filter(|f| !f.is_dir()).count();
+    summary.files = files.iter().filter(|f| !f.is_dir() && !f.is_link()).count();
     summary.sealed = o.agreed.suite.name();
     let removed = shared.removed();
     let mut transfer = tally(&files, &answers);
     transfer.removed = removed.len() as u64;
     summary.files -= transfer.kept;
     summary.transfer = Some(transfer);
+    if cfg.sync.itemize {
+        items(cfg, &files, &answers, "");
+    }
     tell_removed(cfg, &removed, removed.len() as u64);
     Ok(summary)
 }

@@ -13,7 +13,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_wire::seal::Channel;
-use braid_wire::{auth, Kind, Message, Mode, SessionParams, FLAG_NAME_AS_DEST, FLAG_RESUME};
+use braid_wire::{
+    auth, Kind, Message, Mode, SessionParams, FLAG_LINKS, FLAG_NAME_AS_DEST, FLAG_RESUME,
+};
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
@@ -668,21 +670,37 @@ fn run_session(
             }
             let paths = manifest.iter().map(|f| f.path.as_str());
             let _held = conn.tell(shared.manifests.take(paths, "this send"))?;
-            files = manifest.iter().filter(|f| !f.is_dir()).count();
-            let same = if asked.checksum {
+            files = manifest
+                .iter()
+                .filter(|f| !f.is_dir() && !f.is_link())
+                .count();
+            let theirs = if asked.checksum {
                 let theirs = sync::read_sums(&mut conn, manifest.len());
-                let theirs = conn.tell(theirs)?;
-                let w = &mut conn.w;
-                let same = sync::same_content(&cfg.root, &manifest, &theirs, &mut || w.keepalive());
-                Some(conn.tell(same)?)
+                Some(conn.tell(theirs)?)
             } else {
                 None
+            };
+            let links = if p.flags & FLAG_LINKS != 0 {
+                let links = sync::read_links(&mut conn, &manifest);
+                conn.tell(links)?
+            } else {
+                Vec::new()
+            };
+            let same = match theirs {
+                Some(theirs) => {
+                    let w = &mut conn.w;
+                    let same =
+                        sync::same_content(&cfg.root, &manifest, &theirs, &mut || w.keepalive());
+                    Some(conn.tell(same)?)
+                }
+                None => None,
             };
             let opts = RecvOptions {
                 max_blocks: cfg.limits.blocks,
                 partial_ttl: cfg.limits.partial_ttl,
                 sync: asked.receiving(same),
                 max_removals: cfg.limits.manifest.files,
+                links,
                 ..RecvOptions::new(
                     p.flags & FLAG_RESUME != 0,
                     p.block_size,
@@ -713,8 +731,12 @@ fn run_session(
             let asked = sync::Options::from_flags(p.flags, conn.tell(filter)?);
             let wanted = session::recv_manifest(&mut conn, cfg.limits.manifest);
             let wanted: Vec<String> = conn.tell(wanted)?.into_iter().map(|f| f.path).collect();
-            let sources =
-                conn.tell(manifest::resolve_request(&cfg.root, &wanted, &asked.filter))?;
+            let sources = conn.tell(manifest::resolve_request(
+                &cfg.root,
+                &wanted,
+                &asked.filter,
+                asked.links,
+            ))?;
             if sources.len() > cfg.limits.manifest.files {
                 return conn.tell(Err(Error::refused(
                     Code::TooLarge,
@@ -742,7 +764,10 @@ fn run_session(
                     ),
                 )));
             }
-            files = sources.iter().filter(|s| !s.entry.is_dir()).count();
+            files = sources
+                .iter()
+                .filter(|s| !s.entry.is_dir() && !s.entry.is_link())
+                .count();
             conn.send(&Message::Accepted { session })?;
             let entries: Vec<_> = sources.iter().map(|s| s.entry.clone()).collect();
             session::send_manifest(&mut conn, &entries)?;
@@ -752,6 +777,7 @@ fn run_session(
                 let sums = conn.tell(sums)?;
                 sync::send_sums(&mut conn, &sums)?;
             }
+            sync::send_links(&mut conn, &sources)?;
             let answers = engine::read_answers(&mut conn, sources.len(), cfg.limits.blocks);
             let answers = conn.tell(answers)?;
             if asked.dry_run {

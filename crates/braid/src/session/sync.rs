@@ -9,13 +9,14 @@ use std::io::Read;
 use std::path::Path;
 
 use braid_wire::{
-    FileEntry, Message, FLAG_CHECKSUM, FLAG_DELETE, FLAG_DRY_RUN, FLAG_FILTER, FLAG_UPDATE,
+    FileEntry, Message, FLAG_CHECKSUM, FLAG_DELETE, FLAG_DRY_RUN, FLAG_FILTER, FLAG_LINKS,
+    FLAG_UPDATE,
 };
 
 use crate::error::{Code, Error, Result};
 use crate::files::beneath::{Access, Dir, Kind};
 use crate::files::filter::Filter;
-use crate::files::manifest::Source;
+use crate::files::manifest::{Links, Source};
 use crate::proto::unexpected;
 use crate::proto::Answer;
 use crate::session::conn::Conn;
@@ -35,6 +36,12 @@ pub struct Options {
     /// Remove what the transfer's directories hold at the receiver and the
     /// sender does not.
     pub delete: bool,
+    /// Say at the end what became of each entry (not a flag of the session:
+    /// this end alone prints it).
+    pub itemize: bool,
+    /// What a send's listing does with the links below its directories
+    /// (kept as links unless --copy-links; a get's server never follows one).
+    pub links: Links,
 }
 
 impl Options {
@@ -60,6 +67,12 @@ impl Options {
             checksum: flags & FLAG_CHECKSUM != 0,
             dry_run: flags & FLAG_DRY_RUN != 0,
             delete: flags & FLAG_DELETE != 0,
+            itemize: false,
+            links: if flags & FLAG_LINKS != 0 {
+                Links::Keep
+            } else {
+                Links::Skip
+            },
         }
     }
 
@@ -96,6 +109,44 @@ pub fn read_filter(conn: &mut Conn, flags: u32) -> Result<Filter> {
     }
 }
 
+/// Sends each link's target, in the manifest's order.
+pub fn send_links(conn: &mut Conn, sources: &[Source]) -> Result<()> {
+    for (i, s) in sources.iter().enumerate() {
+        if let Some(target) = &s.link {
+            conn.send_or_reason(&Message::Link {
+                file: i as u32,
+                target: target.clone(),
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads the target of each link of `manifest`, in order (none if it has no
+/// link); a target that is empty, holds a NUL or is longer than a path may
+/// be is refused.
+pub fn read_links(conn: &mut Conn, manifest: &[FileEntry]) -> Result<Vec<Option<String>>> {
+    let mut out = vec![None; manifest.len()];
+    for (i, _) in manifest.iter().enumerate().filter(|(_, e)| e.is_link()) {
+        match conn.recv()? {
+            Message::Link { file, target } if file as usize == i => {
+                if target.is_empty() || target.contains('\0') || target.len() >= 4096 {
+                    return Err(Error::refused(
+                        Code::BadRequest,
+                        format!(
+                            "{} is a link to {target:?}, which no link can hold",
+                            manifest[i].path
+                        ),
+                    ));
+                }
+                out[i] = Some(target);
+            }
+            m => return Err(unexpected("the manifest's links, in order", &m)),
+        }
+    }
+    Ok(out)
+}
+
 /// Hashes per `Sums` frame: 32 KiB of hashes, far below a frame's limit.
 const SUMS_CHUNK: usize = 1024;
 
@@ -106,7 +157,7 @@ pub fn sums(sources: &[Source], tick: &mut dyn FnMut() -> Result<()>) -> Result<
     sources
         .iter()
         .map(|s| {
-            if s.entry.is_dir() {
+            if s.entry.is_dir() || s.entry.is_link() {
                 return Ok([0; 32]);
             }
             let f = s
@@ -167,7 +218,7 @@ pub fn same_content(
                 continue;
             }
         };
-        if e.is_dir() || here.kind != Kind::File || here.size != e.size {
+        if e.is_dir() || e.is_link() || here.kind != Kind::File || here.size != e.size {
             out.push(None);
             continue;
         }
@@ -276,6 +327,8 @@ pub enum Would {
     Keep,
     /// A directory (made if missing).
     Dir,
+    /// A symbolic link (made, or put in place of what is there).
+    Link,
 }
 
 impl Would {
@@ -283,6 +336,7 @@ impl Would {
     pub fn of(e: &FileEntry, a: &Answer) -> Would {
         match a {
             _ if e.is_dir() => Would::Dir,
+            _ if e.is_link() => Would::Link,
             Answer::Keeps => Would::Keep,
             Answer::Holds(h) if e.size > 0 && h.is_complete(e.size) => Would::Skip,
             Answer::Holds(h) if h.covered() > 0 => Would::Resume(h.covered().min(e.size)),
@@ -298,6 +352,7 @@ impl Would {
             Would::Skip => "skip",
             Would::Keep => "keep",
             Would::Dir => "dir",
+            Would::Link => "link",
         }
     }
 }
@@ -316,6 +371,8 @@ mod tests {
             checksum: false,
             dry_run: true,
             delete: true,
+            itemize: false,
+            links: Links::Keep,
         };
         let back = Options::from_flags(o.flags(), o.filter.clone());
         assert_eq!(

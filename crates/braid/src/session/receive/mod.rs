@@ -74,6 +74,9 @@ pub struct RecvOptions {
     pub sync: SyncOptions,
     /// The most entries one `--delete` removes.
     pub max_removals: usize,
+    /// Each symbolic link's target, by its place in the manifest (empty:
+    /// the manifest has none).
+    pub links: Vec<Option<String>>,
 }
 
 /// rsync's ways of treating what the receiving end already has.
@@ -102,6 +105,7 @@ impl RecvOptions {
             partial_ttl: DEFAULT_PARTIAL_TTL,
             sync: SyncOptions::default(),
             max_removals: DEFAULT_MAX_REMOVALS,
+            links: Vec::new(),
         }
     }
 }
@@ -135,6 +139,9 @@ pub struct Incoming {
     known: Option<[u8; 32]>,
     /// A directory: made before any data moved, its mode set at the end.
     pub dir: bool,
+    /// A symbolic link's target: the link is made once every file is
+    /// published, in place of what has its name.
+    link: Option<String>,
     /// The hash matched; the file waits for the next published batch.
     verified: bool,
     pub published: bool,
@@ -220,6 +227,27 @@ impl RecvShared {
                 part_made: false,
             };
             if e.is_dir() {
+                checked.push(c);
+                continue;
+            }
+            if e.is_link() {
+                if e.size != 0 || opts.links.get(i).is_none_or(|t| t.is_none()) {
+                    return Err(Error::refused(
+                        Code::BadRequest,
+                        format!(
+                            "{} is a link, but with content or without its target",
+                            e.path
+                        ),
+                    ));
+                }
+                if let Ok(Some(m)) = root.meta(&rel) {
+                    if m.kind == Kind::Dir {
+                        return Err(forbidden(format!(
+                            "{} exists and is a directory; a link cannot take its place",
+                            root.shown(&rel).display()
+                        )));
+                    }
+                }
                 checked.push(c);
                 continue;
             }
@@ -331,9 +359,10 @@ impl RecvShared {
         let files: Vec<Incoming> = manifest
             .iter()
             .zip(checked)
-            .map(|(e, c)| {
+            .enumerate()
+            .map(|(i, (e, c))| {
                 let resumed = !c.held.is_empty() && !c.existing;
-                let writes = !(e.is_dir() || c.existing || c.kept);
+                let writes = !(e.is_dir() || e.is_link() || c.existing || c.kept);
                 let other_device = root_dev.is_some()
                     && writes
                     && !opts.sync.dry_run
@@ -348,8 +377,12 @@ impl RecvShared {
                     kept: c.kept,
                     known: c.known,
                     dir: e.is_dir(),
+                    link: e
+                        .is_link()
+                        .then(|| opts.links.get(i).cloned().flatten())
+                        .flatten(),
                     verified: false,
-                    published: e.is_dir() || c.kept,
+                    published: !writes && !c.existing,
                     other_device,
                     journaled: resumed,
                     part_made: c.part_made || resumed,
@@ -426,7 +459,7 @@ impl RecvShared {
         // Staging directories this session made hold no journal of an earlier one.
         let mut fresh: HashMap<PathBuf, bool> = HashMap::new();
         for (e, c) in manifest.iter().zip(checked.iter_mut()) {
-            if e.is_dir() || c.existing || c.kept {
+            if e.is_dir() || e.is_link() || c.existing || c.kept {
                 continue;
             }
             let names = names_of(e);

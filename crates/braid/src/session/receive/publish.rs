@@ -107,6 +107,7 @@ impl RecvShared {
     /// its descriptor: a directory swapped for a link meanwhile is refused,
     /// not followed to wherever it points.
     pub fn finish(&self) -> Result<()> {
+        self.make_links()?;
         for d in &self.staged {
             staging::remove_if_empty(&self.root, d);
         }
@@ -126,6 +127,30 @@ impl RecvShared {
                 .dir(Path::new(&dir))
                 .and_then(|d| d.stamp(kept_mode(mode), mtime));
             set.map_err(|e| Error::io(format!("setting the mode of {dir}"), e))?;
+        }
+        Ok(())
+    }
+
+    /// Makes each symbolic link of the manifest: in the staging directory
+    /// beside its destination, then renamed into place, so the name holds
+    /// the file that was there or the link, never nothing.
+    fn make_links(&self) -> Result<()> {
+        for f in &self.files {
+            let f = f.lock().unwrap();
+            let Some(target) = &f.link else { continue };
+            let names = f.names();
+            let dir = Path::new(&f.entry.path)
+                .parent()
+                .expect("a destination has a directory");
+            staging::ensure(&self.root, dir)?;
+            let made = (|| {
+                // A leftover of a session that stopped here is only braid's.
+                let _ = self.root.remove_file(&names.part);
+                self.root.symlink(target, &names.part)?;
+                self.root.rename(&names.part, Path::new(&f.entry.path))
+            })();
+            staging::remove_if_empty(&self.root, dir);
+            made.map_err(|e| Error::io(format!("making the link {}", f.entry.path), e))?;
         }
         Ok(())
     }
