@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `interval` | `send`, `get`, `bench` with `--json` | every `-i` seconds |
 //! | `event` | `send`, `get`, `bench` with `--json` | a stream lost, and dialled again |
+//! | `steer` | `send`, `bench` with `--json`, at the sending end in `--mode auto` or `falcon` | at each change of its streams, phase or cap |
 //! | `summary` | `send`, `get`, `bench`, `serve` with `--json` | once a session ends |
 //! | `source` | `braid traffic udp` | at its end |
 //! | `sink_interval` | `braid traffic sink` | per flow and interval of the sender's clock |
