@@ -600,9 +600,9 @@ fn print_summary(s: &Summary, a: &SessionArgs) {
     );
     if s.files > 0 {
         braid::outln!(
-            "  {} files verified (BLAKE3), {} blocks sent again after a lost stream",
-            s.files,
-            s.requeued_blocks
+            "  {} verified (BLAKE3), {} sent again after a lost stream",
+            counted(s.files as u64, "file"),
+            counted(s.requeued_blocks, "block")
         );
     }
     if let Some(t) = &s.transfer {
@@ -627,6 +627,11 @@ fn print_summary(s: &Summary, a: &SessionArgs) {
             st.srtt_us as f64 / 1000.0
         );
     }
+}
+
+/// "1 file", "3 files".
+fn counted(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// A running `braid serve` reads and writes only below its root: an
