@@ -124,6 +124,11 @@ impl FileEntry {
     pub fn is_link(&self) -> bool {
         self.mode & MODE_TYPE == MODE_LINK
     }
+
+    /// A file with content: neither a directory nor a link.
+    pub fn is_file(&self) -> bool {
+        !self.is_dir() && !self.is_link()
+    }
 }
 
 /// The codes an `Error` frame carries, HTTP's numbers where one fits. A

@@ -78,11 +78,7 @@ impl Rule {
         if self.anchored {
             return glob(self.pattern.as_bytes(), path.as_bytes());
         }
-        // The path's end at each component boundary: the whole path, then
-        // what follows each '/'.
-        std::iter::once(0)
-            .chain(path.match_indices('/').map(|(i, _)| i + 1))
-            .any(|start| glob(self.pattern.as_bytes(), &path.as_bytes()[start..]))
+        endings(path).any(|end| glob(self.pattern.as_bytes(), end.as_bytes()))
     }
 
     /// The rule as it crosses the wire and as rsync's filter files write it:
@@ -158,6 +154,14 @@ impl Filter {
                 .collect::<Result<_, _>>()?,
         )
     }
+}
+
+/// A path's endings at each component boundary: the whole path, then what
+/// follows each '/'.
+pub fn endings(path: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(0)
+        .chain(path.match_indices('/').map(|(i, _)| i + 1))
+        .map(move |start| &path[start..])
 }
 
 /// Every `[` opens a set that closes.

@@ -115,7 +115,6 @@ pub fn list(
         let io_err = |e| Error::io(format!("reading {}", src.display()), e);
         if meta.is_dir() {
             let base = Arc::new(Dir::open(src).map_err(io_err)?);
-            out.push(dir_source(src, &top, &Meta::of_fd(&*base).map_err(io_err)?));
             let mut w = Walk {
                 filter,
                 links,
@@ -124,17 +123,12 @@ pub fn list(
                 out: &mut out,
                 skipped: &mut skipped,
             };
-            w.enter(&base, Path::new(""))?;
-            w.walk(&base, Path::new(""), &top)?;
+            w.tree(&base, src, &top)?;
         } else if meta.is_file() {
-            // Listed from the directory that really holds it, so that it is
-            // opened again there without following the link the user named.
             let real = fs::canonicalize(src).map_err(io_err)?;
-            let (Some(parent), Some(file)) = (real.parent(), real.file_name()) else {
-                return Err(Error::Usage(format!("{} is not a file", src.display())));
-            };
-            let base = Arc::new(Dir::open(parent).map_err(io_err)?);
-            out.push(file_source(&base, Path::new(file), src, &top)?);
+            let file = real_file(&real, src, &top)?
+                .ok_or_else(|| Error::Usage(format!("{} is not a file", src.display())))?;
+            out.push(file);
         } else {
             return Err(Error::Usage(format!(
                 "{} is neither a file nor a directory",
@@ -210,6 +204,20 @@ fn file_source(base: &Arc<Dir>, rel: &Path, local: &Path, path: &str) -> Result<
     })
 }
 
+/// The file at the canonical path `real` (named `local` here, `path` in the
+/// manifest), listed from the directory that really holds it, so that it is
+/// opened again there without following the link that led to it; none for
+/// a path without a parent.
+fn real_file(real: &Path, local: &Path, path: &str) -> Result<Option<Source>> {
+    let (Some(parent), Some(file)) = (real.parent(), real.file_name()) else {
+        return Ok(None);
+    };
+    let base = Arc::new(
+        Dir::open(parent).map_err(|e| Error::io(format!("reading {}", local.display()), e))?,
+    );
+    file_source(&base, Path::new(file), local, path).map(Some)
+}
+
 /// A file's modification time in nanoseconds since the epoch, as manifests carry it.
 pub fn mtime_ns(meta: &fs::Metadata) -> i64 {
     meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
@@ -221,7 +229,17 @@ pub fn blake3_file(path: &Path) -> std::io::Result<([u8; 32], u64)> {
 }
 
 /// BLAKE3 of an open file's content from its start, and how many bytes it had.
-pub fn blake3_of(mut f: &fs::File) -> std::io::Result<([u8; 32], u64)> {
+pub fn blake3_of(f: &fs::File) -> std::io::Result<([u8; 32], u64)> {
+    blake3_ticking(f, &mut || Ok(()))
+}
+
+/// `blake3_of`, with `tick` run after each 64 MiB read: a long read keeps a
+/// session's connection alive from it, and its error ends the read.
+pub fn blake3_ticking<E: From<io::Error>>(
+    mut f: &fs::File,
+    tick: &mut dyn FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<([u8; 32], u64), E> {
+    const TICK: u64 = 64 << 20;
     let mut h = blake3::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut n = 0u64;
@@ -231,6 +249,9 @@ pub fn blake3_of(mut f: &fs::File) -> std::io::Result<([u8; 32], u64)> {
             return Ok((*h.finalize().as_bytes(), n));
         }
         h.update(&buf[..k]);
+        if (n % TICK) + k as u64 >= TICK {
+            tick()?;
+        }
         n += k as u64;
     }
 }
@@ -250,17 +271,19 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Enters the directory `rel` below `base`; false (and not entered) if
-    /// it is one of the directories the walk is in already.
-    fn enter(&mut self, base: &Dir, rel: &Path) -> Result<bool> {
-        let m = base
-            .dir(rel)
-            .and_then(|d| d.meta_here())
-            .map_err(|e| Error::io(format!("reading {}", base.shown(rel).display()), e))?;
+    /// Lists the directory `there` (named `local` here, `p` in the
+    /// manifest) and all below it; false, and nothing listed, if it is one
+    /// of the directories the walk is in already (a loop).
+    fn tree(&mut self, there: &Arc<Dir>, local: &Path, p: &str) -> Result<bool> {
+        let m = Meta::of_fd(&**there)
+            .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
         if self.ancestors.contains(&(m.dev, m.ino)) {
             return Ok(false);
         }
+        self.out.push(dir_source(local, p, &m));
         self.ancestors.push((m.dev, m.ino));
+        self.walk(there, Path::new(""), p)?;
+        self.ancestors.pop();
         Ok(true)
     }
 
@@ -301,29 +324,18 @@ impl Walk<'_> {
                         .push(format!("{}: a broken symbolic link", local.display()));
                     return Ok(());
                 };
-                let meta = fs::metadata(&real)
-                    .map_err(|e| Error::io(format!("reading {}", local.display()), e))?;
                 let io_err = |e| Error::io(format!("reading {}", local.display()), e);
+                let meta = fs::metadata(&real).map_err(io_err)?;
                 if meta.is_dir() {
                     let there = Arc::new(Dir::open(&real).map_err(io_err)?);
-                    if !self.enter(&there, Path::new(""))? {
+                    if !self.tree(&there, local, p)? {
                         self.skipped.push(format!(
                             "{}: a link to a directory it lies in (a loop)",
                             local.display()
                         ));
-                        return Ok(());
                     }
-                    self.out
-                        .push(dir_source(local, p, &Meta::of_fd(&*there).map_err(io_err)?));
-                    self.walk(&there, Path::new(""), p)?;
-                    self.ancestors.pop();
-                } else if meta.is_file() {
-                    let (Some(parent), Some(file)) = (real.parent(), real.file_name()) else {
-                        return Ok(());
-                    };
-                    let there = Arc::new(Dir::open(parent).map_err(io_err)?);
-                    self.out
-                        .push(file_source(&there, Path::new(file), local, p)?);
+                } else if let (true, Some(file)) = (meta.is_file(), real_file(&real, local, p)?) {
+                    self.out.push(file);
                 } else {
                     self.skipped.push(format!(
                         "{}: links to neither a file nor a directory",
@@ -336,7 +348,7 @@ impl Walk<'_> {
     }
 
     /// Lists the tree below `base`'s `rel` (its entries named under `path`),
-    /// in name order, through descriptors: links are skipped, not followed.
+    /// in name order, through descriptors; a link is what `links` makes of it.
     fn walk(&mut self, base: &Arc<Dir>, rel: &Path, path: &str) -> Result<()> {
         let shown = base.shown(rel);
         let listing = base

@@ -394,23 +394,36 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let _ = sampler.join();
     let sent = sent?;
     summary.peer_bytes = Some(sent.peer);
-    summary.files = files
-        .iter()
-        .filter(|s| !s.entry.is_dir() && !s.entry.is_link())
-        .count();
     summary.requeued_blocks = sent.requeued;
     summary.windows_repaired = sending.repaired_windows();
     summary.sealed = agreed.suite.name();
-    let mut transfer = tally(&entries, &answers);
-    transfer.removed = sent.removed.count;
-    // A file the receiver kept was not verified: it is not the sender's.
-    summary.files -= transfer.kept;
-    summary.transfer = Some(transfer);
+    account(&mut summary, &entries, &answers, sent.removed.count, false);
     if cfg.sync.itemize {
         items(cfg, &entries, &answers, "");
     }
     tell_removed(cfg, &sent.removed.shown, sent.removed.count);
     Ok(summary)
+}
+
+/// The summary's account of the files: what became of each (from the
+/// receiver's answers), what --delete removed, and how many files a dry run
+/// listed or a transfer verified (one the receiver kept was not verified:
+/// it is not the sender's).
+fn account(
+    summary: &mut Summary,
+    entries: &[FileEntry],
+    answers: &[Answer],
+    removed: u64,
+    dry_run: bool,
+) {
+    let t = Transfer {
+        removed,
+        dry_run,
+        ..tally(entries, answers)
+    };
+    let listed = entries.iter().filter(|e| e.is_file()).count();
+    summary.files = if dry_run { listed } else { listed - t.kept };
+    summary.transfer = Some(t);
 }
 
 /// What the receiver did with each file, from its answers.
@@ -463,14 +476,7 @@ fn dry_run(
         );
     }
     let mut summary = tel.finish(kind, role, mode_name(&cfg.params));
-    summary.files = entries
-        .iter()
-        .filter(|e| !e.is_dir() && !e.is_link())
-        .count();
-    let mut transfer = tally(entries, answers);
-    transfer.removed = removed.count;
-    transfer.dry_run = true;
-    summary.transfer = Some(transfer);
+    account(&mut summary, entries, answers, removed.count, true);
     summary
 }
 
@@ -540,7 +546,8 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
 fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Result<Summary> {
     let mut o = open(cfg)?;
     let mut params = cfg.open_params(Kind::Get);
-    if cfg.sync.links != Links::Skip {
+    let carries_links = cfg.sync.links != Links::Skip;
+    if carries_links {
         params.flags |= FLAG_LINKS;
     }
     o.ctrl.send_or_reason(&Message::Open(params))?;
@@ -562,24 +569,13 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     if let Some((from, to)) = rename {
         rename_top(&mut files, &from, &to);
     }
-    let same = if cfg.sync.checksum {
-        let theirs = sync::read_sums(&mut o.ctrl, files.len())?;
-        let w = &mut o.ctrl.w;
-        let same = sync::same_content(local, &files, &theirs, &mut || w.keepalive());
-        Some(o.ctrl.tell(same)?)
-    } else {
-        None
-    };
-    let links = if files.iter().any(FileEntry::is_link) {
-        sync::read_links(&mut o.ctrl, &files)?
-    } else {
-        Vec::new()
-    };
+    let extras =
+        sync::receive_extras(&mut o.ctrl, local, &files, cfg.sync.checksum, carries_links)?;
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let opts = RecvOptions {
-        sync: cfg.sync.receiving(same),
-        links,
+        sync: cfg.sync.receiving(extras.same),
+        links: extras.links,
         ..RecvOptions::new(
             cfg.params.flags & FLAG_RESUME != 0,
             cfg.params.block_size,
@@ -592,13 +588,7 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     let answers = shared.answers();
     engine::send_held(&mut o.ctrl, &shared)?;
     if cfg.sync.dry_run {
-        let extra = o.ctrl.tell(shared.extraneous())?;
-        let removed = Removed::from_paths(
-            extra
-                .into_iter()
-                .map(|x| x.path.to_string_lossy().into_owned())
-                .collect(),
-        );
+        let removed = Removed::from_paths(o.ctrl.tell(shared.would_remove())?);
         match o.ctrl.recv()? {
             Message::Close { .. } => {}
             m => return Err(crate::proto::unexpected("the end of a dry run", &m)),
@@ -620,13 +610,9 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     let _ = sampler.join();
     let peer = res?;
     summary.peer_bytes = Some(peer);
-    summary.files = files.iter().filter(|f| !f.is_dir() && !f.is_link()).count();
     summary.sealed = o.agreed.suite.name();
     let removed = shared.removed();
-    let mut transfer = tally(&files, &answers);
-    transfer.removed = removed.len() as u64;
-    summary.files -= transfer.kept;
-    summary.transfer = Some(transfer);
+    account(&mut summary, &files, &answers, removed.len() as u64, false);
     if cfg.sync.itemize {
         items(cfg, &files, &answers, "");
     }

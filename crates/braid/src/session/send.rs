@@ -81,7 +81,7 @@ impl SendShared {
             .zip(answers)
             .map(|(s, a)| {
                 let (settled, held) = match a {
-                    Answer::Holds(h) => (s.entry.is_dir() || s.entry.is_link(), h.clone()),
+                    Answer::Holds(h) => (!s.entry.is_file(), h.clone()),
                     Answer::Keeps => (true, RangeSet::from_ranges(&[(0, s.entry.size)])),
                 };
                 (s.entry.path.clone(), s.entry.size, settled, held)

@@ -670,37 +670,20 @@ fn run_session(
             }
             let paths = manifest.iter().map(|f| f.path.as_str());
             let _held = conn.tell(shared.manifests.take(paths, "this send"))?;
-            files = manifest
-                .iter()
-                .filter(|f| !f.is_dir() && !f.is_link())
-                .count();
-            let theirs = if asked.checksum {
-                let theirs = sync::read_sums(&mut conn, manifest.len());
-                Some(conn.tell(theirs)?)
-            } else {
-                None
-            };
-            let links = if p.flags & FLAG_LINKS != 0 {
-                let links = sync::read_links(&mut conn, &manifest);
-                conn.tell(links)?
-            } else {
-                Vec::new()
-            };
-            let same = match theirs {
-                Some(theirs) => {
-                    let w = &mut conn.w;
-                    let same =
-                        sync::same_content(&cfg.root, &manifest, &theirs, &mut || w.keepalive());
-                    Some(conn.tell(same)?)
-                }
-                None => None,
-            };
+            files = manifest.iter().filter(|f| f.is_file()).count();
+            let extras = sync::receive_extras(
+                &mut conn,
+                &cfg.root,
+                &manifest,
+                asked.checksum,
+                p.flags & FLAG_LINKS != 0,
+            )?;
             let opts = RecvOptions {
                 max_blocks: cfg.limits.blocks,
                 partial_ttl: cfg.limits.partial_ttl,
-                sync: asked.receiving(same),
+                sync: asked.receiving(extras.same),
                 max_removals: cfg.limits.manifest.files,
-                links,
+                links: extras.links,
                 ..RecvOptions::new(
                     p.flags & FLAG_RESUME != 0,
                     p.block_size,
@@ -713,11 +696,7 @@ fn run_session(
             if asked.dry_run {
                 // Says what it would remove, and ends: nothing moves.
                 if asked.delete {
-                    let extra = conn.tell(shared.extraneous())?;
-                    let paths: Vec<String> = extra
-                        .into_iter()
-                        .map(|x| x.path.to_string_lossy().into_owned())
-                        .collect();
+                    let paths = conn.tell(shared.would_remove())?;
                     sync::send_removed(&mut conn.w, &paths)?;
                 }
                 conn.send(&Message::Close { bytes: 0 })?;
@@ -764,10 +743,7 @@ fn run_session(
                     ),
                 )));
             }
-            files = sources
-                .iter()
-                .filter(|s| !s.entry.is_dir() && !s.entry.is_link())
-                .count();
+            files = sources.iter().filter(|s| s.entry.is_file()).count();
             conn.send(&Message::Accepted { session })?;
             let entries: Vec<_> = sources.iter().map(|s| s.entry.clone()).collect();
             session::send_manifest(&mut conn, &entries)?;

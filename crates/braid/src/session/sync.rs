@@ -5,7 +5,6 @@
 //! comparison `--checksum` makes, and what a dry run says it would do.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use braid_wire::{
@@ -16,7 +15,7 @@ use braid_wire::{
 use crate::error::{Code, Error, Result};
 use crate::files::beneath::{Access, Dir, Kind};
 use crate::files::filter::Filter;
-use crate::files::manifest::{Links, Source};
+use crate::files::manifest::{blake3_ticking, Links, Source};
 use crate::proto::unexpected;
 use crate::proto::Answer;
 use crate::session::conn::Conn;
@@ -125,7 +124,7 @@ pub fn send_links(conn: &mut Conn, sources: &[Source]) -> Result<()> {
 /// Reads the target of each link of `manifest`, in order (none if it has no
 /// link); a target that is empty, holds a NUL or is longer than a path may
 /// be is refused.
-pub fn read_links(conn: &mut Conn, manifest: &[FileEntry]) -> Result<Vec<Option<String>>> {
+fn read_links(conn: &mut Conn, manifest: &[FileEntry]) -> Result<Vec<Option<String>>> {
     let mut out = vec![None; manifest.len()];
     for (i, _) in manifest.iter().enumerate().filter(|(_, e)| e.is_link()) {
         match conn.recv()? {
@@ -157,16 +156,13 @@ pub fn sums(sources: &[Source], tick: &mut dyn FnMut() -> Result<()>) -> Result<
     sources
         .iter()
         .map(|s| {
-            if s.entry.is_dir() || s.entry.is_link() {
+            if !s.entry.is_file() {
                 return Ok([0; 32]);
             }
             let f = s
                 .open()
                 .map_err(|e| Error::io(format!("reading {}", s.local.display()), e))?;
-            hash(f, tick).map_err(|e| match e {
-                Hashing::Io(e) => Error::io(format!("hashing {}", s.local.display()), e),
-                Hashing::Tick(e) => e,
-            })
+            hash(&f, &s.local.display(), tick)
         })
         .collect()
 }
@@ -183,7 +179,7 @@ pub fn send_sums(conn: &mut Conn, sums: &[[u8; 32]]) -> Result<()> {
 }
 
 /// Reads the sender's sums of a manifest of `n` entries, in order.
-pub fn read_sums(conn: &mut Conn, n: usize) -> Result<Vec<[u8; 32]>> {
+fn read_sums(conn: &mut Conn, n: usize) -> Result<Vec<[u8; 32]>> {
     let mut out = Vec::with_capacity(n.min(1 << 20));
     while out.len() < n {
         match conn.recv()? {
@@ -198,10 +194,55 @@ pub fn read_sums(conn: &mut Conn, n: usize) -> Result<Vec<[u8; 32]>> {
     Ok(out)
 }
 
+/// What follows the manifest at the receiving end: the sender's sums
+/// (--checksum), each link's target (where the session carries links), then
+/// which files here hold the sums' content already (hashed while keepalives
+/// go out). An error is told to the sender.
+pub fn receive_extras(
+    conn: &mut Conn,
+    root: &Path,
+    manifest: &[FileEntry],
+    checksum: bool,
+    links: bool,
+) -> Result<Extras> {
+    let theirs = if checksum {
+        let theirs = read_sums(conn, manifest.len());
+        Some(conn.tell(theirs)?)
+    } else {
+        None
+    };
+    let targets = if links {
+        let targets = read_links(conn, manifest);
+        conn.tell(targets)?
+    } else {
+        Vec::new()
+    };
+    let same = match theirs {
+        Some(theirs) => {
+            let w = &mut conn.w;
+            let same = same_content(root, manifest, &theirs, &mut || w.keepalive());
+            Some(conn.tell(same)?)
+        }
+        None => None,
+    };
+    Ok(Extras {
+        same,
+        links: targets,
+    })
+}
+
+/// What a receiving end learns after the manifest (`receive_extras`).
+pub struct Extras {
+    /// For `SyncOptions::same`.
+    pub same: Option<Vec<Option<[u8; 32]>>>,
+    /// For `RecvOptions::links`.
+    pub links: Vec<Option<String>>,
+}
+
 /// `--checksum`'s receiving end: for each entry, the BLAKE3 of the file
 /// below `root` at its path where that file has the sender's size and
 /// content (read through descriptors below the root, never through a link).
-pub fn same_content(
+fn same_content(
     root: &Path,
     manifest: &[FileEntry],
     theirs: &[[u8; 32]],
@@ -218,17 +259,14 @@ pub fn same_content(
                 continue;
             }
         };
-        if e.is_dir() || e.is_link() || here.kind != Kind::File || here.size != e.size {
+        if !e.is_file() || here.kind != Kind::File || here.size != e.size {
             out.push(None);
             continue;
         }
         let f = root
             .file(rel, Access::Read)
             .map_err(|err| Error::io(format!("reading {}", root.shown(rel).display()), err))?;
-        let ours = hash(f, tick).map_err(|err| match err {
-            Hashing::Io(err) => Error::io(format!("hashing {}", root.shown(rel).display()), err),
-            Hashing::Tick(err) => err,
-        })?;
+        let ours = hash(&f, &root.shown(rel).display(), tick)?;
         out.push((&ours == sum).then_some(ours));
     }
     Ok(out)
@@ -239,27 +277,24 @@ enum Hashing {
     Tick(Error),
 }
 
-/// A file's BLAKE3 from its start; `tick` every 64 MiB.
-fn hash(
-    mut f: File,
-    tick: &mut dyn FnMut() -> Result<()>,
-) -> std::result::Result<[u8; 32], Hashing> {
-    const TICK: u64 = 64 << 20;
-    let mut h = blake3::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut since = 0u64;
-    loop {
-        let k = f.read(&mut buf).map_err(Hashing::Io)?;
-        if k == 0 {
-            return Ok(*h.finalize().as_bytes());
-        }
-        h.update(&buf[..k]);
-        since += k as u64;
-        if since >= TICK {
-            since = 0;
-            tick().map_err(Hashing::Tick)?;
-        }
+impl From<std::io::Error> for Hashing {
+    fn from(e: std::io::Error) -> Hashing {
+        Hashing::Io(e)
     }
+}
+
+/// `f`'s BLAKE3 with `tick` between reads; `shown` names it in an error.
+fn hash(
+    f: &File,
+    shown: &dyn std::fmt::Display,
+    tick: &mut dyn FnMut() -> Result<()>,
+) -> Result<[u8; 32]> {
+    blake3_ticking(f, &mut || tick().map_err(Hashing::Tick))
+        .map(|(h, _)| h)
+        .map_err(|e| match e {
+            Hashing::Io(e) => Error::io(format!("hashing {shown}"), e),
+            Hashing::Tick(e) => e,
+        })
 }
 
 /// Bytes of paths per `Removed` frame.

@@ -18,7 +18,7 @@ use braid_wire::FileEntry;
 
 use crate::error::{Code, Error, Result};
 use crate::files::beneath::{Dir, Kind};
-use crate::files::filter::Filter;
+use crate::files::filter::{endings, Filter};
 use crate::files::pathsafe;
 
 /// One entry to remove, relative to the root.
@@ -118,10 +118,7 @@ fn protected(filter: &Filter, path: &Path, dir: bool) -> bool {
     if filter.is_empty() {
         return false;
     }
-    let p = path.to_string_lossy();
-    std::iter::once(0)
-        .chain(p.match_indices('/').map(|(i, _)| i + 1))
-        .any(|start| filter.excludes(&p[start..], dir))
+    endings(&path.to_string_lossy()).any(|end| filter.excludes(end, dir))
 }
 
 /// Removes `extras` (children before their directories), each through its

@@ -85,7 +85,7 @@ pub struct SyncOptions {
     /// Keep a file that is newer here than the sender's (--update).
     pub update: bool,
     /// --checksum: for each entry, the BLAKE3 of the file here where it has
-    /// the sender's size and content (`sync::same_content`); such a file is
+    /// the sender's size and content (`sync::receive_extras`); such a file is
     /// skipped whatever its time, and any other is sent whole.
     pub same: Option<Vec<Option<[u8; 32]>>>,
     /// Check everything, create nothing (--dry-run).
@@ -362,7 +362,7 @@ impl RecvShared {
             .enumerate()
             .map(|(i, (e, c))| {
                 let resumed = !c.held.is_empty() && !c.existing;
-                let writes = !(e.is_dir() || e.is_link() || c.existing || c.kept);
+                let writes = e.is_file() && !c.existing && !c.kept;
                 let other_device = root_dev.is_some()
                     && writes
                     && !opts.sync.dry_run
@@ -459,7 +459,7 @@ impl RecvShared {
         // Staging directories this session made hold no journal of an earlier one.
         let mut fresh: HashMap<PathBuf, bool> = HashMap::new();
         for (e, c) in manifest.iter().zip(checked.iter_mut()) {
-            if e.is_dir() || e.is_link() || c.existing || c.kept {
+            if !e.is_file() || c.existing || c.kept {
                 continue;
             }
             let names = names_of(e);
@@ -499,7 +499,7 @@ impl RecvShared {
 
     /// `--delete`: what this session's directories hold here and its
     /// manifest does not (children first); nothing without --delete.
-    pub fn extraneous(&self) -> Result<Vec<delete::Extra>> {
+    fn extraneous(&self) -> Result<Vec<delete::Extra>> {
         let Some((filter, max)) = &self.delete else {
             return Ok(Vec::new());
         };
@@ -527,12 +527,15 @@ impl RecvShared {
                 e,
             ));
         }
-        let paths: Vec<String> = extras
-            .into_iter()
-            .map(|x| x.path.to_string_lossy().into_owned())
-            .collect();
+        let paths = shown(&extras);
         *self.removed.lock().unwrap() = paths.clone();
         Ok(Some(paths))
+    }
+
+    /// What `--delete` would remove now (a dry run's answer), as paths
+    /// below the root; nothing without --delete.
+    pub fn would_remove(&self) -> Result<Vec<String>> {
+        Ok(shown(&self.extraneous()?))
     }
 
     /// What this session's --delete removed.
@@ -718,6 +721,14 @@ impl Incoming {
 }
 
 /// The staging names of a manifest entry.
+/// Paths to remove as they cross the wire and are reported.
+fn shown(extras: &[delete::Extra]) -> Vec<String> {
+    extras
+        .iter()
+        .map(|x| x.path.to_string_lossy().into_owned())
+        .collect()
+}
+
 fn names_of(e: &FileEntry) -> Names {
     let (dir, name) = e.path.rsplit_once('/').unwrap_or(("", &e.path));
     Names::new(Path::new(dir), name)
