@@ -4,6 +4,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
@@ -55,14 +56,19 @@ fn json_into_head_ends_by_sigpipe_without_a_panic() {
 #[test]
 fn a_failure_reported_into_a_closed_stderr_ends_braid() {
     // Nothing listens on port 1: the session fails and braid says so on
-    // stderr, whose reader is already gone.
+    // stderr, whose reader is gone before braid starts (closed after the
+    // spawn, a fast failure could be written into the pipe's buffer first).
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, which this test then owns.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
     let mut child = braid()
         .args(["bench", "-t", "1", "--ssh", "never", "127.0.0.1:1"])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::from(writer))
         .spawn()
         .expect("braid bench starts");
-    drop(child.stderr.take());
     let status = wait_bounded(&mut child, Duration::from_secs(30));
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
 }
