@@ -31,6 +31,10 @@ pub struct Source {
     origin: Option<Origin>,
     /// A symbolic link's target (links only).
     pub link: Option<String>,
+    /// The content's BLAKE3, where it was read before the transfer
+    /// (--checksum): a file the receiver holds whole is not read again to
+    /// verify it.
+    pub sum: Option<[u8; 32]>,
 }
 
 /// What a listing does with the symbolic links it meets below a directory.
@@ -181,6 +185,7 @@ fn dir_source(local: &Path, path: &str, meta: &Meta) -> Source {
         local: local.to_owned(),
         origin: None,
         link: None,
+        sum: None,
     }
 }
 
@@ -201,6 +206,7 @@ fn file_source(base: &Arc<Dir>, rel: &Path, local: &Path, path: &str) -> Result<
             ino: meta.ino,
         }),
         link: None,
+        sum: None,
     })
 }
 

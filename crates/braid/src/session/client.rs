@@ -316,7 +316,7 @@ fn rename_top(files: &mut [FileEntry], from: &str, to: &str) {
 
 /// `braid send`: files and directories to `dest` below the server's root.
 pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
-    let (files, skipped) = manifest::list(sources, dest, &cfg.sync.filter, cfg.sync.links)?;
+    let (mut files, skipped) = manifest::list(sources, dest, &cfg.sync.filter, cfg.sync.links)?;
     if cfg.output == Output::Human {
         for s in &skipped {
             crate::errln!("braid: skipping {s}");
@@ -327,11 +327,9 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         check_sending(cfg, true)?;
     }
     // Read before the session opens, so the server is not kept waiting.
-    let sums = if cfg.sync.checksum {
-        Some(sync::sums(&files, &mut || Ok(()))?)
-    } else {
-        None
-    };
+    if cfg.sync.checksum {
+        sync::sums(&mut files, &mut || Ok(()))?;
+    }
     let mut o = open(cfg)?;
     let mut params = cfg.open_params(Kind::Send);
     if names_the_file(&files, dest) {
@@ -344,8 +342,8 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     sync::send_filter(&mut o.ctrl, &cfg.sync.filter)?;
     let entries: Vec<FileEntry> = files.iter().map(|s| s.entry.clone()).collect();
     session::send_manifest(&mut o.ctrl, &entries)?;
-    if let Some(sums) = &sums {
-        sync::send_sums(&mut o.ctrl, sums)?;
+    if cfg.sync.checksum {
+        sync::send_sums(&mut o.ctrl, &files)?;
     }
     sync::send_links(&mut o.ctrl, &files)?;
     let (session, _) = accepted(&mut o.ctrl, cfg)?;

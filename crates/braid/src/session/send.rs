@@ -62,6 +62,8 @@ pub struct SendShared {
     pacer: Option<Pacer>,
     /// What the receiver's --delete removed, as it said before its `Close`.
     pub removed: Mutex<Removed>,
+    /// Each file the receiver held whole before the session (nothing of it moves).
+    held_whole: Vec<bool>,
 }
 
 impl SendShared {
@@ -89,6 +91,10 @@ impl SendShared {
             .collect();
         tel.expected
             .store(SenderCore::to_move(&plan), Ordering::Relaxed);
+        let held_whole = plan
+            .iter()
+            .map(|(_, size, _, held)| held.is_complete(*size))
+            .collect();
         let core = SenderCore::new(&plan, block_size, streams);
         if core.has_actions() {
             let _ = events.send(Event::Wake);
@@ -109,6 +115,7 @@ impl SendShared {
             tel,
             pacer: limit_bps.map(Pacer::new),
             removed: Mutex::new(Removed::default()),
+            held_whole,
         }))
     }
 
@@ -344,7 +351,17 @@ fn finish(
     buf: &mut Vec<u8>,
 ) -> Result<[u8; 32], String> {
     let path = source.local.display();
-    let missing = shared.trees[f as usize].lock().unwrap().missing();
+    // A file read whole for its sum (--checksum) that the receiver held
+    // whole (no block of it moved) has that sum as its hash: BLAKE3's tree
+    // of its blocks is BLAKE3 of the file. Whether it changed since is
+    // asked below, as for any file.
+    let tree = &shared.trees[f as usize];
+    let known = source.sum.filter(|_| shared.held_whole[f as usize]);
+    let missing = if known.is_some() {
+        Vec::new()
+    } else {
+        tree.lock().unwrap().missing()
+    };
     for (i, offset, len) in missing {
         buf.resize(len, 0);
         shared
@@ -367,9 +384,10 @@ fn finish(
             meta.len()
         ));
     }
-    Ok(shared.trees[f as usize]
-        .lock()
-        .unwrap()
-        .root()
-        .expect("every block has a value"))
+    Ok(known.unwrap_or_else(|| {
+        tree.lock()
+            .unwrap()
+            .root()
+            .expect("every block has a value")
+    }))
 }

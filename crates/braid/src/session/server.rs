@@ -710,7 +710,7 @@ fn run_session(
             let asked = sync::Options::from_flags(p.flags, conn.tell(filter)?);
             let wanted = session::recv_manifest(&mut conn, cfg.limits.manifest);
             let wanted: Vec<String> = conn.tell(wanted)?.into_iter().map(|f| f.path).collect();
-            let sources = conn.tell(manifest::resolve_request(
+            let mut sources = conn.tell(manifest::resolve_request(
                 &cfg.root,
                 &wanted,
                 &asked.filter,
@@ -749,9 +749,9 @@ fn run_session(
             session::send_manifest(&mut conn, &entries)?;
             if asked.checksum {
                 let w = &mut conn.w;
-                let sums = sync::sums(&sources, &mut || w.keepalive());
-                let sums = conn.tell(sums)?;
-                sync::send_sums(&mut conn, &sums)?;
+                let summed = sync::sums(&mut sources, &mut || w.keepalive());
+                conn.tell(summed)?;
+                sync::send_sums(&mut conn, &sources)?;
             }
             sync::send_links(&mut conn, &sources)?;
             let answers = engine::read_answers(&mut conn, sources.len(), cfg.limits.blocks);

@@ -150,25 +150,21 @@ fn read_links(conn: &mut Conn, manifest: &[FileEntry]) -> Result<Vec<Option<Stri
 const SUMS_CHUNK: usize = 1024;
 
 /// `--checksum`'s sending end: every file's BLAKE3 before the transfer (as
-/// rsync's --checksum reads every file first); `tick` runs every few
-/// megabytes, for keepalives.
-pub fn sums(sources: &[Source], tick: &mut dyn FnMut() -> Result<()>) -> Result<Vec<[u8; 32]>> {
-    sources
-        .iter()
-        .map(|s| {
-            if !s.entry.is_file() {
-                return Ok([0; 32]);
-            }
-            let f = s
-                .open()
-                .map_err(|e| Error::io(format!("reading {}", s.local.display()), e))?;
-            hash(&f, &s.local.display(), tick)
-        })
-        .collect()
+/// rsync's --checksum reads every file first), kept in its `Source`; `tick`
+/// runs every few megabytes, for keepalives.
+pub fn sums(sources: &mut [Source], tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    for s in sources.iter_mut().filter(|s| s.entry.is_file()) {
+        let f = s
+            .open()
+            .map_err(|e| Error::io(format!("reading {}", s.local.display()), e))?;
+        s.sum = Some(hash(&f, &s.local.display(), tick)?);
+    }
+    Ok(())
 }
 
-/// Sends the sums as `Sums` frames.
-pub fn send_sums(conn: &mut Conn, sums: &[[u8; 32]]) -> Result<()> {
+/// Sends the sums as `Sums` frames (a directory's or a link's: zeros).
+pub fn send_sums(conn: &mut Conn, sources: &[Source]) -> Result<()> {
+    let sums: Vec<[u8; 32]> = sources.iter().map(|s| s.sum.unwrap_or([0; 32])).collect();
     for (i, chunk) in sums.chunks(SUMS_CHUNK).enumerate() {
         conn.send_or_reason(&Message::Sums {
             first: (i * SUMS_CHUNK) as u32,
