@@ -41,6 +41,10 @@ pub struct Filter {
 /// matched against every name of a tree, so its cost is bounded here.
 pub const MAX_RULES: usize = 1024;
 pub const MAX_PATTERN: usize = 4096;
+/// The most pattern bytes of all rules together: each entry costs every
+/// pattern's length, so the sum is what a peer's filter costs a server per
+/// name; 64 KiB is far past any filter written by hand.
+pub const MAX_FILTER_BYTES: usize = 64 << 10;
 
 impl Rule {
     /// `--include PATTERN` (`include`) or `--exclude PATTERN`.
@@ -118,6 +122,12 @@ impl Filter {
             return Err(format!(
                 "{} filter rules, more than the {MAX_RULES} a transfer may have",
                 rules.len()
+            ));
+        }
+        let bytes: usize = rules.iter().map(|r| r.pattern.len()).sum();
+        if bytes > MAX_FILTER_BYTES {
+            return Err(format!(
+                "{bytes} bytes of filter patterns, more than the {MAX_FILTER_BYTES} a transfer may have"
             ));
         }
         Ok(Filter { rules })
@@ -223,8 +233,10 @@ fn in_class(b: &[u8], open: usize, end: usize, c: u8) -> bool {
 
 /// Whether the whole of `s` matches the pattern `p`. Backtracking keeps
 /// only the latest star of each kind: `*` can be resumed one character
-/// later within a component, `**` anywhere; the work is at most the
-/// pattern's length times the name's, so a hostile pattern costs little.
+/// later within a component, `**` anywhere. Without `**` the work is at most
+/// the pattern's length times the name's; each step a `**` resumes from
+/// can cost that again, so the worst is the pattern's length times the
+/// name's squared: polynomial, never exponential, whatever a peer sends.
 fn glob(p: &[u8], s: &[u8]) -> bool {
     let (mut pi, mut si) = (0, 0);
     // Where to resume after the last `*` (pattern index past it, name index).
@@ -358,5 +370,8 @@ mod tests {
         assert!(Rule::new(false, "/").is_err());
         assert!(Rule::new(false, "[ab").is_err());
         assert!(Filter::new(vec![ex("a"); MAX_RULES + 1]).is_err());
+        let long = "x".repeat(MAX_PATTERN);
+        assert!(Filter::new(vec![ex(&long); MAX_FILTER_BYTES / MAX_PATTERN]).is_ok());
+        assert!(Filter::new(vec![ex(&long); MAX_FILTER_BYTES / MAX_PATTERN + 1]).is_err());
     }
 }
