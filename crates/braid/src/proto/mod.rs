@@ -20,10 +20,15 @@
 //!                                              derive the session key. From here on every byte of
 //!                                              this connection is sealed (braid_wire::seal)
 //!   C -> S  Open {kind, mode, streams, ...}    send | get | bench
-//!   send:  C -> S Manifest* (the files, 1 MiB frames)   S -> C Accepted {session}
-//!          S -> C Ranges (one per file: what it holds already)
+//!   C -> S  Filter {rules}                     send, get with FLAG_FILTER (--exclude/--include)
+//!   send:  C -> S Manifest* (the files, 1 MiB frames), Sums* (FLAG_CHECKSUM),
+//!                 Link (one per link of the manifest, FLAG_LINKS)
+//!          S -> C Accepted {session}
+//!          S -> C Ranges or Keep (one per file: what it holds already, or that it keeps its own)
+//!          with FLAG_DRY_RUN: S -> C Removed* (FLAG_DELETE), Close {0}; the session ends
 //!   get:   C -> S Manifest* (the names wanted)          S -> C Accepted {session}
-//!          S -> C Manifest* (the files)                  C -> S Ranges (one per file)
+//!          S -> C Manifest* (the files), Sums*, Link     C -> S Ranges or Keep (one per file)
+//!          with FLAG_DRY_RUN: S -> C Close {0}; the session ends
 //!   bench: S -> C Accepted {session}
 //!
 //! every data stream (a new TCP connection, any time while the session runs)
@@ -40,6 +45,7 @@
 //!   sender -> receiver  Verify {file, blake3}   all of the file acknowledged, its hash complete
 //!   receiver -> sender  Verify {file, blake3}   the receiver's own hash agrees; the file is published
 //!   sender -> receiver  Close {bytes}           every file verified
+//!   receiver -> sender  Removed* (FLAG_DELETE: what it removed once every file was published)
 //!   receiver -> sender  Close {bytes}
 //!
 //! bench: the streams carry bare data (sealed records of zeros) until the sender's
