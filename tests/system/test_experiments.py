@@ -108,16 +108,19 @@ def test_cho_bettati_quick(controls, record, tmp_path):
     ratio = {r["method"]: r["ratio_to_cross"] for r in rows}
     record(group_over_single_flow={m: round(x, 2) for m, x in ratio.items()})
     _verdicts(record, out)
-    # 10 TCP-P flows of strength 1 against one flow: near one flow's share; 4 plain flows take far more
-    # (a second sample of the two if the first misses the margin).
-    if not (ratio["tcpp-10"] < 2.5 and ratio["plain-4"] > 1.5 * ratio["tcpp-10"]):
-        again = {r["method"]: r["ratio_to_cross"] for r in _again("cho-bettati", "plain-4,tcpp-10", "*",
-                                                                    tmp_path / "again")}
+    # 10 TCP-P flows of strength 1 against one flow: near one flow's share; 4 plain flows take far more;
+    # strength 4 makes the group stronger than strength 1. The three are compared with each other, so
+    # a first sample that misses any of them is replaced by a second sample of all three.
+    def holds(x):
+        return x["tcpp-10"] < 2.5 and x["plain-4"] > 1.5 * x["tcpp-10"] and x["tcpp10-k4"] > x["tcpp-10"]
+
+    if not holds(ratio):
+        rows = _again("cho-bettati", "plain-4,tcpp-10,tcpp10-k4", "*", tmp_path / "again")
+        again = {r["method"]: r["ratio_to_cross"] for r in rows}
         ratio.update(again)
         record(second_sample={m: round(x, 2) for m, x in again.items()})
     assert ratio["tcpp-10"] < 2.5
     assert ratio["plain-4"] > 1.5 * ratio["tcpp-10"]
-    # Strength 4 makes the group stronger than strength 1.
     assert ratio["tcpp10-k4"] > ratio["tcpp-10"]
 
 
