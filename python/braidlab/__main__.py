@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--leave-out", action="append", metavar="DIR=METHOD[,METHOD...]",
                      help="leave these methods' cells of run DIR out of the pooled report (another run "
                           "measured them again, e.g. on a newer build); repeatable")
+    rep.add_argument("--claims", choices=("recorded", "today"), default="recorded",
+                     help="judge by the claims each run recorded when it was measured (default), or by "
+                          "today's experiment file, with a table of the verdicts that changes")
     p = sub.add_parser("path", help="run a command across an emulated path built by hand",
                        description="Builds sender -> braid-link -> receiver, runs COMMAND on the sender with "
                                    "{peer} replaced by the receiver's address, then removes the path.")

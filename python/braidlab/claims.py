@@ -21,7 +21,23 @@ another's 10. Kinds:
                 in `of`, each a method pattern (the best of its methods' medians of
                 `metric` there) or a column of `a`'s rows (its median: equal_share_mbps,
                 settle_bound_s). Reported as the share with its 95 % Wilson interval.
-A claim may name a `scenario`; else every scenario counts. A `note` is shown
+  like_flows    `a` (a pattern with one `*`: N flows, or a group of strength k) has the effect
+                of `flows` members of `b`'s sweep (a pattern with one `*`, the number of flows;
+                without `flows`, the number `a`'s `*` stands for): its median `metric` lies between
+                `b`'s curve at flows - 1/2 and at flows + 1/2, nearer that many flows than one more
+                or one fewer. `b`'s curve is its medians joined by straight lines, through `none`
+                at 0 flows (default 0: no flows take nothing), extended past its last point by its
+                last segment's slope. Every method `a` matches must hold, in each scenario.
+  grows         `a`'s median `metric` (a pattern with one `*`, a number of streams) rises with the
+                number, in each scenario: `between` "all" (default), "to-knee" (from the fewest
+                streams to the knee, metrics.knee over `knee_metric`, default `metric`) or
+                "from-knee"; `steps` "each" (every measured step rises) or "ends" (the last point
+                above the first); `falls = true` for a metric that should fall instead.
+  order         the mean medians of the patterns in `a` (a list, each with one `*`, the highest
+                first; an entry that is itself a list is a tie the claim leaves unordered), over
+                the `*` parts measured for all, fall in that order.
+A `within` claim with `pooled = true` checks the mean of the medians of the methods `a` matches
+instead of each. A claim may name a `scenario`; else every scenario counts. A `note` is shown
 when the claim does not hold: what is known about why.
 """
 
@@ -121,6 +137,8 @@ def check(claim: dict, rows: list[dict]) -> Verdict:
         if not hit:
             v.detail = f"{metric}{where}: no data for {claim['a']}"
             return v
+        if claim.get("pooled"):
+            hit = {f"mean of {claim['a']} ({len(hit)})": statistics.fmean(hit.values())}
         lo, hi = claim.get("low", float("-inf")), claim.get("high", float("inf"))
         bad = {m: x for m, x in hit.items() if not lo <= x <= hi}
         ok = not bad
@@ -172,10 +190,107 @@ def check(claim: dict, rows: list[dict]) -> Verdict:
         v.detail = (f"{metric}: {k} of {n} cells ({100 * k / n:.0f} %, 95 % interval {100 * lo:.0f}-"
                     f"{100 * hi:.0f} %; want {100 * want:.0f} %)"
                     + (f"; not in: {', '.join(failing[:12])}{' ...' if len(failing) > 12 else ''}" if failing else ""))
+    elif kind in ("like_flows", "grows", "order"):
+        outcome = {"like_flows": _like_flows, "grows": _grows, "order": _order}[kind](claim, rows)
+        if outcome is None:
+            v.detail = f"{metric}{where}: not enough measured for {claim['a']}"
+            return v
+        ok, v.detail = outcome
     else:
         raise ValueError(f"claim {claim['id']}: unknown check {kind!r}")
     v.status = "holds" if ok else "does not hold"
     return v
+
+
+def _numbered(meds: dict[str, float], pattern: str) -> dict[float, float]:
+    """The medians of the methods a one-`*` pattern matches, by the number the `*` stands for."""
+    out = {}
+    for m, x in meds.items():
+        part = _star(pattern, m)
+        try:
+            out[float(part)] = x
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _scenarios(claim: dict, rows: list[dict]) -> list[str]:
+    return [claim["scenario"]] if claim.get("scenario") else sorted({r["scenario"] for r in rows})
+
+
+def curve_at(points: dict[float, float], x: float) -> float | None:
+    """A curve through `points` joined by straight lines, at x; past either end, the end
+    segment's line; None with fewer than two points."""
+    xs = sorted(points)
+    if len(xs) < 2:
+        return None
+    i = 1
+    while i < len(xs) - 1 and xs[i] < x:
+        i += 1
+    x0, x1 = xs[i - 1], xs[i]
+    y0, y1 = points[x0], points[x1]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def _like_flows(claim: dict, rows: list[dict]) -> tuple[bool, str] | None:
+    metric, bad, seen = claim["metric"], [], []
+    for sc in _scenarios(claim, rows):
+        meds = medians(rows, metric, sc)
+        curve = {0.0: float(claim.get("none", 0.0)), **_numbered(meds, claim["b"])}
+        for n, x in sorted(_numbered(meds, claim["a"]).items()):
+            k = float(claim.get("flows", n))
+            ends = [curve_at(curve, k - 0.5), curve_at(curve, k + 0.5)]
+            if None in ends:
+                continue
+            lo, hi = min(ends), max(ends)
+            seen.append(n)
+            if not lo <= x <= hi:
+                bad.append(f"{sc} {claim['a'].replace('*', f'{n:g}')} {_fmt(metric, x)} "
+                           f"(as {k:g} flows: {_fmt(metric, lo)} to {_fmt(metric, hi)})")
+    if not seen:
+        return None
+    return not bad, (f"{metric}: {len(seen) - len(bad)} of {len(seen)} within the band of their number of "
+                     f"{claim['b']} flows" + (f"; not: {'; '.join(bad)}" if bad else ""))
+
+
+def _grows(claim: dict, rows: list[dict]) -> tuple[bool, str] | None:
+    metric, between, steps = claim["metric"], claim.get("between", "all"), claim.get("steps", "each")
+    sign = -1 if claim.get("falls") else 1
+    verdicts = []
+    for sc in _scenarios(claim, rows):
+        pts = sorted(_numbered(medians(rows, metric, sc), claim["a"]).items())
+        if between != "all":
+            km = claim.get("knee_metric", metric)
+            kp = sorted(_numbered(medians(rows, km, sc), claim["a"]).items())
+            knee = metrics.knee([n for n, _ in kp], [y for _, y in kp])
+            if knee is None:
+                continue
+            pts = [(n, y) for n, y in pts if (n <= knee if between == "to-knee" else n >= knee)]
+        if len(pts) < 2:
+            continue
+        pairs = list(zip(pts, pts[1:])) if steps == "each" else [(pts[0], pts[-1])]
+        ok = all(sign * (y1 - y0) > 0 for (_, y0), (_, y1) in pairs)
+        verdicts.append((ok, f"{sc}: " + ", ".join(f"{n:g} {_fmt(metric, y)}" for n, y in pts)))
+    if not verdicts:
+        return None
+    return all(ok for ok, _ in verdicts), (
+        f"{metric} {'falling' if sign < 0 else 'rising'} ({between}, {steps}): "
+        + "; ".join(d + ("" if ok else " (no)") for ok, d in verdicts))
+
+
+def _order(claim: dict, rows: list[dict]) -> tuple[bool, str] | None:
+    metric = claim["metric"]
+    meds = medians(rows, metric, claim.get("scenario"))
+    ranks = [[r] if isinstance(r, str) else list(r) for r in claim["a"]]
+    sides = {p: _numbered(meds, p) for rank in ranks for p in rank}
+    common = set.intersection(*(set(s) for s in sides.values())) if sides else set()
+    if not common:
+        return None
+    mean = {p: statistics.fmean(s[n] for n in common) for p, s in sides.items()}
+    # A rank of several patterns is a tie the claim does not order: all of it above the next.
+    ok = all(min(mean[p] for p in hi) > max(mean[p] for p in lo) for hi, lo in zip(ranks, ranks[1:]))
+    return ok, (f"{metric} over {', '.join(f'{n:g}' for n in sorted(common))}: "
+                + " > ".join(" = ".join(f"{p} {_fmt(metric, mean[p])}" for p in rank) for rank in ranks))
 
 
 def _term(rows: list[dict], scenario: str, a: str, metric: str, term: str | float) -> float | None:

@@ -320,8 +320,8 @@ def parse_leave_out(specs: list[str], run_dirs: list[Path]) -> LeaveOut:
     return out
 
 
-def experiment_blocks(run_dirs: list[Path], fig_dir: Path) -> list[Block]:
-    return _experiment(_read(run_dirs), fig_dir)[0]
+def experiment_blocks(run_dirs: list[Path], fig_dir: Path, claims: str = "recorded") -> list[Block]:
+    return _experiment(_read(run_dirs), fig_dir, claims)[0]
 
 
 def _builds(cells: list[MeasuredCell]) -> str:
@@ -380,17 +380,23 @@ def _machines(cells: list[MeasuredCell]) -> str:
             + "; ".join(parts) + ".")
 
 
-def _recorded(meta: dict, root: Path | None = None):
+def _recorded(meta: dict, root: Path | None = None, claims: str = "recorded"):
     """The experiment as the run recorded it, with each claim's note (and the frontier to draw,
     and the columns shown) from its file today.
 
     A note explains a verdict, so it is often written after the measurement; the checks
-    themselves stay as they were run. A claim whose check has changed since keeps its old note."""
+    themselves stay as they were run. A claim whose check has changed since keeps its old note.
+    With `claims` "today" the run is judged by today's file's claims instead (a claim revised
+    to read as its paper does, judged again on the cells already measured)."""
     exp = parse(tomllib.loads(meta["experiment_file"]))
     try:
         today = load(exp.name, root)
     except ExperimentError:
+        if claims == "today":
+            raise
         return exp
+    if claims == "today":
+        exp.claims = [dict(c) for c in today.claims]
     now = {c["id"]: c for c in today.claims}
     # How the report draws the frontier is presentation, like a note: today's file may add it.
     if exp.frontier is None and today.frontier and all(s in exp.scenarios for s in today.frontier.values()):
@@ -471,10 +477,10 @@ def matrix_blocks(exp, rows: list[dict], fig_dir: Path) -> list[Block]:
     return b
 
 
-def _experiment(runs: list[_Run], fig_dir: Path) -> tuple[list[Block], list, str, int]:
+def _experiment(runs: list[_Run], fig_dir: Path, claims: str = "recorded") -> tuple[list[Block], list, str, int]:
     """(blocks, the claims' verdicts, the experiment's name, the cells pooled)."""
     metas, cells = _merged(runs)
-    exp = _recorded(metas[-1])
+    exp = _recorded(metas[-1], claims=claims)
     rows = results.table(cells, exp.baseline)
     b: list[Block] = [Block("h2", exp.title)]
     for r in runs:
@@ -580,7 +586,28 @@ def _experiment(runs: list[_Run], fig_dir: Path) -> tuple[list[Block], list, str
                 line += " Why: " + " ".join(v.note.split())
             items.append(line)
         b.append(Block("list", items))
+    if claims == "today":
+        b += _changed(claims_mod.check_all(_recorded(metas[-1]).claims, rows), verdicts, exp.name)
     return b, verdicts, exp.name, len(cells)
+
+
+def changed_verdicts(was: list[claims_mod.Verdict], now: list[claims_mod.Verdict]) -> list[list[str]]:
+    """Rows of (claim, as the run's own claims judged it, as today's claims do) for every claim
+    whose verdict differs or that only one side has."""
+    before, after = {v.id: v.status for v in was}, {v.id: v.status for v in now}
+    ids = list(before) + [i for i in after if i not in before]
+    return [[i, before.get(i, "(not a claim then)"), after.get(i, "(not a claim now)")]
+            for i in ids if before.get(i) != after.get(i)]
+
+
+def _changed(was: list[claims_mod.Verdict], now: list[claims_mod.Verdict], name: str) -> list[Block]:
+    rows = changed_verdicts(was, now)
+    head = Block("h3", f"{name}: verdicts that today's claims change")
+    if not rows:
+        return [head, Block("p", "None: every claim falls as the run's own claims judged it.")]
+    return [head, Block("p", "The run's cells judged by the claims of today's experiment file, beside the "
+                             "claims the run recorded when it was measured:"),
+            Block("table", [["claim", "the run's claims", "today's claims"], *rows])]
 
 
 def render_md(blocks: list[Block], base: Path | None) -> str:
@@ -644,9 +671,11 @@ def render_html(blocks: list[Block], title: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def make(run_dirs: list[Path], out: Path, leave_out: LeaveOut | None = None) -> tuple[Path, Path]:
+def make(run_dirs: list[Path], out: Path, leave_out: LeaveOut | None = None,
+         claims: str = "recorded") -> tuple[Path, Path]:
     """report.md and report.html in `out`; runs of the same experiment and variant are pooled,
-    but for the methods `leave_out` drops from a run."""
+    but for the methods `leave_out` drops from a run. `claims`: "recorded" (as the run was
+    judged when measured) or "today" (today's experiment file)."""
     groups: dict[tuple[str, str], list[_Run]] = {}
     for r in _read(run_dirs, leave_out):
         groups.setdefault((r.meta["experiment"], r.meta["variant"]), []).append(r)
@@ -657,7 +686,7 @@ def make(run_dirs: list[Path], out: Path, leave_out: LeaveOut | None = None) -> 
     summary = [["experiment", "cells", "holds", "does not hold", "not measured"]]
     body = []
     for runs in groups.values():
-        bl, verdicts, name, cells = _experiment(runs, out / "figures")
+        bl, verdicts, name, cells = _experiment(runs, out / "figures", claims)
         body += bl
         count = {st: sum(v.status == st for v in verdicts) for st in ("holds", "does not hold", "not measured")}
         summary.append([name, str(cells), *(str(count[k]) for k in ("holds", "does not hold", "not measured"))])
@@ -677,9 +706,9 @@ def terminal(run_dir: Path) -> str:
     return render_md([b for b in blocks if b.kind != "img"], None)
 
 
-def verdicts(run_dir: Path) -> list[claims_mod.Verdict]:
+def verdicts(run_dir: Path, claims: str = "recorded") -> list[claims_mod.Verdict]:
     meta, cells = results.load(run_dir)
-    exp = _recorded(meta)
+    exp = _recorded(meta, claims=claims)
     return claims_mod.check_all(exp.claims, results.table(cells, exp.baseline))
 
 
@@ -687,7 +716,8 @@ def main(args) -> int:
     dirs = [Path(d) for d in args.results]
     out = Path(args.out) if args.out else dirs[0] / "report"
     try:
-        md, page = make(dirs, out, parse_leave_out(args.leave_out or [], dirs))
+        claims = getattr(args, "claims", "recorded")
+        md, page = make(dirs, out, parse_leave_out(args.leave_out or [], dirs), claims)
     except (FileNotFoundError, ValueError, KeyError) as e:
         print(f"braidlab report: {e}", file=sys.stderr)
         return 2

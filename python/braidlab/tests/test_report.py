@@ -1,6 +1,9 @@
 import json
 
-from braidlab import report, results, runner
+import pytest
+
+from braidlab import claims, report, results, runner
+from braidlab.experiment import ExperimentError
 from braidlab.tests.test_results import cell
 
 EXPERIMENT = """
@@ -316,3 +319,41 @@ share = 0.5
     assert "**holds**: auto at least 0.9 x par" in text and "1 of 2 cells (50 %" in text
     figures = sorted(p.name for p in (tmp_path / "out" / "figures").iterdir())
     assert figures == ["m-matrix.png"], "one map, no section per cell"
+
+
+def test_todays_claims_judge_a_run_again_and_the_changes_are_listed(tmp_path):
+    run = make_run(tmp_path)
+    root = tmp_path / "experiments"
+    root.mkdir()
+    # Today "never" is revised and "fair" is gone; "later" is new.
+    today = EXPERIMENT[:EXPERIMENT.index("[[claim]]")] + """
+[[claim]]
+id = "never"
+text = "parallel-4 moves more than single"
+check = "less"
+metric = "method_mbps"
+scenario = "tcp-5"
+a = "single"
+b = "parallel-4"
+
+[[claim]]
+id = "later"
+text = "parallel-2 moves less than parallel-3"
+check = "less"
+metric = "method_mbps"
+scenario = "tcp-5"
+a = "parallel-2"
+b = "parallel-3"
+"""
+    (root / "mini.toml").write_text(today)
+    meta = json.loads((run / "run.json").read_text())
+    now = report._recorded(meta, root, claims="today").claims
+    assert [c["id"] for c in now] == ["never", "later"] and "added after" not in now[1]["text"]
+    rows = results.table(results.load(run)[1], "single")
+    was = claims.check_all(report._recorded(meta, tmp_path / "nowhere").claims, rows)
+    changed = report.changed_verdicts(was, claims.check_all(now, rows))
+    assert changed == [["fair", "holds", "(not a claim now)"], ["never", "does not hold", "holds"],
+                       ["later", "(not a claim then)", "holds"]]
+    # Without the experiment's file today there is nothing to judge by.
+    with pytest.raises(ExperimentError):
+        report._recorded(meta, tmp_path / "nowhere", claims="today")
