@@ -53,6 +53,18 @@ values = { single = 15.65 }
 """
 
 
+LATER = """
+[[claim]]
+id = "later"
+text = "parallel-2 moves less than parallel-3"
+check = "less"
+metric = "method_mbps"
+scenario = "tcp-5"
+a = "parallel-2"
+b = "parallel-3"
+"""
+
+
 def make_run(tmp_path):
     run = tmp_path / "run"
     (run / "cells").mkdir(parents=True)
@@ -128,16 +140,7 @@ def test_a_claim_added_after_the_run_is_checked_on_its_cells_and_says_so(tmp_pat
     run = make_run(tmp_path)
     root = tmp_path / "experiments"
     root.mkdir()
-    (root / "mini.toml").write_text(EXPERIMENT + """
-[[claim]]
-id = "later"
-text = "parallel-2 moves less than parallel-3"
-check = "less"
-metric = "method_mbps"
-scenario = "tcp-5"
-a = "parallel-2"
-b = "parallel-3"
-""")
+    (root / "mini.toml").write_text(EXPERIMENT + LATER)
     meta = json.loads((run / "run.json").read_text())
     claims = report._recorded(meta, root).claims
     assert [c["id"] for c in claims] == ["fair", "never", "later"]
@@ -335,16 +338,7 @@ metric = "method_mbps"
 scenario = "tcp-5"
 a = "single"
 b = "parallel-4"
-
-[[claim]]
-id = "later"
-text = "parallel-2 moves less than parallel-3"
-check = "less"
-metric = "method_mbps"
-scenario = "tcp-5"
-a = "parallel-2"
-b = "parallel-3"
-"""
+""" + LATER
     (root / "mini.toml").write_text(today)
     meta = json.loads((run / "run.json").read_text())
     now = report._recorded(meta, root, claims="today").claims
