@@ -87,6 +87,10 @@ pub struct SessionArgs {
     /// Print nothing but errors: no progress, no summary.
     #[arg(short = 'q', long, conflicts_with = "json")]
     quiet: bool,
+    /// More detail: a line per stream at each interval (cwnd, sRTT, retransmits) and, for send
+    /// and get, a line for each entry at the end (as --itemize).
+    #[arg(short = 'v', long, conflicts_with_all = ["json", "quiet"])]
+    verbose: bool,
     /// Reporting interval in seconds.
     #[arg(short = 'i', long, default_value_t = 1.0)]
     interval: f64,
@@ -197,7 +201,7 @@ pub struct SyncArgs {
 
 impl SyncArgs {
     /// The options, the filter's rules in the order given on the command line.
-    fn options(&self, m: Option<&clap::ArgMatches>) -> Result<sync::Options> {
+    fn options(&self, m: Option<&clap::ArgMatches>, verbose: bool) -> Result<sync::Options> {
         let at = |id: &str, n: usize| -> Vec<usize> {
             m.and_then(|m| m.indices_of(id))
                 .map(|i| i.collect())
@@ -231,7 +235,7 @@ impl SyncArgs {
             checksum: self.checksum,
             dry_run: self.dry_run,
             delete: self.delete,
-            itemize: self.itemize,
+            itemize: self.itemize || verbose,
             links: if self.copy_links {
                 Links::Follow
             } else {
@@ -497,9 +501,10 @@ fn config(s: &SessionArgs, target: String, params: SessionParams) -> Result<(Con
         params,
         sock: SocketOptions { window },
         pin_dir: s.pin_dir.clone(),
-        output: match (s.json, s.quiet) {
-            (true, _) => Output::Json,
-            (_, true) => Output::Quiet,
+        output: match (s.json, s.quiet, s.verbose) {
+            (true, _, _) => Output::Json,
+            (_, true, _) => Output::Quiet,
+            (_, _, true) => Output::Verbose,
             _ => Output::Human,
         },
         interval: Duration::from_secs_f64(s.interval),
@@ -688,7 +693,7 @@ pub fn send(a: SendArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
         p.flags |= FLAG_RESUME;
     }
     let mut cfg = config(&a.s, remote.addr, p)?;
-    cfg.0.sync = a.sync.options(m)?;
+    cfg.0.sync = a.sync.options(m, a.s.verbose)?;
     let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
     let dest = remote.path.as_deref().unwrap_or("");
     let (root, below) = bootstrap::root_and_path(dest);
@@ -736,7 +741,7 @@ pub fn get(a: GetArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
         .then(|| split[0].0.clone());
     let below: Vec<String> = split.into_iter().map(|(_, b)| b).collect();
     let mut cfg = config(&a.s, remote.addr.clone(), p)?;
-    cfg.0.sync = a.sync.options(m)?;
+    cfg.0.sync = a.sync.options(m, a.s.verbose)?;
     let local = PathBuf::from(local);
     let s = with_far_end(&a.s, cfg, &remote.login, root.as_deref(), |cfg, ours| {
         if !ours {

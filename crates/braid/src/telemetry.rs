@@ -3,7 +3,7 @@
 //!
 //! The JSON lines (`interval`, `event`, `summary`) are `records`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -12,6 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_cc::TcpInfo;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::records::{self, Interval, StreamSample, StreamSummary, Summary};
 
@@ -19,8 +20,18 @@ use crate::records::{self, Interval, StreamSample, StreamSummary, Summary};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
     Json,
+    /// A progress line (updated in place on a terminal) and a summary.
     Human,
+    /// As `Human`, with a line per stream at each interval.
+    Verbose,
     Quiet,
+}
+
+impl Output {
+    /// Whether a person reads it: progress, notes and a summary in words.
+    pub fn human(self) -> bool {
+        matches!(self, Output::Human | Output::Verbose)
+    }
 }
 
 /// Streams a session may have at most (the engine's limit).
@@ -77,6 +88,9 @@ pub struct Telemetry {
     pub expected: AtomicU64,
     output: Output,
     stop: AtomicBool,
+    /// The progress line kept in place on a terminal; None where stderr is a
+    /// file or a pipe, which get a line per interval instead.
+    bar: Option<ProgressBar>,
 }
 
 /// How a report says how a session was sealed: an unsealed one in words
@@ -99,6 +113,7 @@ impl Telemetry {
             expected: AtomicU64::new(0),
             output,
             stop: AtomicBool::new(false),
+            bar: (output.human() && std::io::stderr().is_terminal()).then(progress_bar),
         })
     }
 
@@ -250,23 +265,48 @@ impl Telemetry {
                     streams,
                 });
             }
-            Output::Human => {
+            Output::Human | Output::Verbose => {
                 let expected = self.expected.load(Ordering::Relaxed);
-                let mut err = std::io::stderr().lock();
-                crate::console::settle(writeln!(
-                    err,
-                    "{}",
-                    progress_line(t, total, expected, mbps(delta, dt))
-                ));
-                for (i, ((b, info), p)) in samples.iter().zip(prev).enumerate() {
-                    crate::console::settle(writeln!(
-                        err,
-                        "  stream {i:>3}: {:>12}  cwnd {:>5}  srtt {:>7.1} ms  retrans {}",
-                        human_rate(mbps(b.saturating_sub(*p), dt)),
-                        info.cwnd,
-                        info.srtt_us as f64 / 1000.0,
-                        info.total_retrans
-                    ));
+                let line = progress_line(t, total, expected, mbps(delta, dt));
+                let streams = (self.output == Output::Verbose).then(|| {
+                    samples
+                        .iter()
+                        .zip(prev)
+                        .enumerate()
+                        .map(|(i, ((b, info), p))| {
+                            format!(
+                                "  stream {i:>3}: {:>12}  cwnd {:>5}  srtt {:>7.1} ms  retrans {}",
+                                human_rate(mbps(b.saturating_sub(*p), dt)),
+                                info.cwnd,
+                                info.srtt_us as f64 / 1000.0,
+                                info.total_retrans
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                });
+                match &self.bar {
+                    // A session that ended has cleared its line for the summary.
+                    Some(_) if self.stop.load(Ordering::Relaxed) => {}
+                    Some(bar) => {
+                        if expected > 0 {
+                            if bar.length() != Some(expected) {
+                                bar.set_style(bar_style("[{bar:24}] {msg}"));
+                                bar.set_length(expected);
+                            }
+                            bar.set_position(total.min(expected));
+                        }
+                        for s in streams.iter().flatten() {
+                            bar.println(s);
+                        }
+                        bar.set_message(line);
+                    }
+                    None => {
+                        let mut err = std::io::stderr().lock();
+                        crate::console::settle(writeln!(err, "{line}"));
+                        for s in streams.iter().flatten() {
+                            crate::console::settle(writeln!(err, "{s}"));
+                        }
+                    }
                 }
             }
         }
@@ -275,6 +315,9 @@ impl Telemetry {
     /// Stops the sampler and builds the summary from every stream's last TCP_INFO.
     pub fn finish(&self, kind: &'static str, role: &'static str, mode: String) -> Summary {
         self.stop.store(true, Ordering::Relaxed);
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
         let seconds = self.start.elapsed().as_secs_f64();
         let samples = self.sample();
         let slots = self.slots.lock().unwrap();
@@ -343,6 +386,20 @@ pub fn round3(x: f64) -> f64 {
 }
 
 /// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
+/// The line a terminal keeps in place: the words of [`progress_line`],
+/// after a bar once the session's size is known (a bench has none).
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(bar_style("{msg}"));
+    bar
+}
+
+fn bar_style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .expect("a fixed template parses")
+        .progress_chars("=> ")
+}
+
 pub fn progress_line(t: f64, done: u64, expected: u64, rate_mbps: f64) -> String {
     let mut s = format!(
         "{t:>7.1} s  {:>10}  {:>12}",

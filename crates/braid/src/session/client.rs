@@ -74,7 +74,7 @@ impl Config {
 fn notes(output: Output) -> Notes {
     match output {
         Output::Json => Notes::Json,
-        Output::Human => Notes::Stderr,
+        Output::Human | Output::Verbose => Notes::Stderr,
         Output::Quiet => Notes::Off,
     }
 }
@@ -317,7 +317,7 @@ fn rename_top(files: &mut [FileEntry], from: &str, to: &str) {
 /// `braid send`: files and directories to `dest` below the server's root.
 pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let (mut files, skipped) = manifest::list(sources, dest, &cfg.sync.filter, cfg.sync.links)?;
-    if cfg.output == Output::Human {
+    if cfg.output.human() {
         for s in &skipped {
             crate::errln!("braid: skipping {s}");
         }
@@ -499,7 +499,7 @@ fn item(cfg: &Config, path: &str, action: &'static str, bytes: u64, prefix: &str
             action,
             bytes,
         }),
-        Output::Human => {
+        Output::Human | Output::Verbose => {
             let size = if bytes > 0 {
                 format!("  ({})", crate::telemetry::human_bytes(bytes))
             } else {
@@ -520,11 +520,11 @@ fn tell_removed(cfg: &Config, shown: &[String], count: u64) {
                 action: "remove",
                 bytes: 0,
             }),
-            Output::Human => crate::outln!("removed {p}"),
+            Output::Human | Output::Verbose => crate::outln!("removed {p}"),
             Output::Quiet => {}
         }
     }
-    if count > shown.len() as u64 && cfg.output == Output::Human {
+    if count > shown.len() as u64 && cfg.output.human() {
         crate::outln!("removed {} more", count - shown.len() as u64);
     }
 }

@@ -563,7 +563,7 @@ fn control(mut conn: Conn, version: u16, nonce: [u8; 16], id: u64, shared: &Shar
 fn report(cfg: &Config, s: &Summary) {
     match cfg.output {
         Output::Json => crate::records::print(s),
-        Output::Human => crate::errln!(
+        Output::Human | Output::Verbose => crate::errln!(
             "braid serve: {} {} ({}): {} in {:.1} s, {}, {}",
             s.kind,
             s.mode,
@@ -620,7 +620,7 @@ fn run_session(
     let limit_bps = lower(cfg.limit_bps, (p.limit_bps > 0).then_some(p.limit_bps));
     let n = p.streams as usize;
     let tel = Telemetry::new(n, Output::Quiet);
-    let streams_notes = if cfg.output == Output::Human {
+    let streams_notes = if cfg.output.human() {
         Notes::Stderr
     } else {
         Notes::Off
