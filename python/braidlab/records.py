@@ -100,6 +100,20 @@ class Item:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """An entry the sender's listing left out, and why."""
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A command that failed: its message and exit status."""
+    message: str
+    exit_code: int
+
+
+@dataclass(frozen=True)
 class Summary:
     kind: str
     role: str
@@ -276,13 +290,13 @@ class Plan:
 
 
 Record = (Interval | Event | Steered | Summary | Source | SinkInterval | SinkSummary | SinkMalformed | Flows | Rtt | Ping
-          | TraceSample | TraceStream | TraceTotal | Plan | Item)
+          | TraceSample | TraceStream | TraceTotal | Plan | Item | Skipped | Failure)
 
 TYPES: dict[str, type] = {
     "interval": Interval, "event": Event, "steer": Steered, "summary": Summary, "source": Source, "sink_interval": SinkInterval,
     "sink_summary": SinkSummary, "sink_malformed": SinkMalformed, "flows": Flows, "rtt": Rtt, "ping": Ping,
     "trace_sample": TraceSample, "trace_stream": TraceStream, "trace_total": TraceTotal, "plan": Plan,
-    "item": Item,
+    "item": Item, "skipped": Skipped, "error": Failure,
 }
 
 # Fields that hold records of their own.

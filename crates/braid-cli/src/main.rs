@@ -78,10 +78,21 @@ fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let sub = |name| matches.subcommand_matches(name);
+    // With --json the failure is a record on stdout too, for whoever reads only that.
+    let json = matches
+        .subcommand()
+        .and_then(|(_, m)| m.try_get_one::<bool>("json").ok().flatten().copied())
+        .unwrap_or(false);
     let engine = |r: braid::Result<()>| match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             braid::errln!("braid: {e}");
+            if json {
+                braid::records::print(&braid::records::Failure {
+                    message: e.to_string(),
+                    exit_code: e.exit_code(),
+                });
+            }
             ExitCode::from(e.exit_code())
         }
     };

@@ -68,3 +68,49 @@ fn verbose_adds_the_streams_and_the_entries_to_the_progress() {
     let out = text(&o.stdout);
     assert!(out.contains("send   in/src/one.txt"), "{out}");
 }
+
+#[test]
+fn with_json_a_skipped_entry_and_a_failure_are_records() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    let src = d.path().join("src");
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("a.txt"), b"a").unwrap();
+    let _sock = std::os::unix::net::UnixListener::bind(src.join("sock")).unwrap();
+    let srv = serve(&root, &[], None);
+    let dest = format!("{}:in/", srv.addr);
+    let records = |o: &std::process::Output| -> Vec<serde_json::Value> {
+        text(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+
+    let o = client(&["send", src.to_str().unwrap(), &dest, "--json"], None);
+    ok(&o);
+    let skipped: Vec<_> = records(&o)
+        .into_iter()
+        .filter(|r| r["type"] == "skipped")
+        .collect();
+    assert_eq!(skipped.len(), 1, "{}", text(&o.stdout));
+    assert!(skipped[0]["path"].as_str().unwrap().ends_with("src/sock"));
+    assert_eq!(skipped[0]["reason"], "not a regular file");
+    assert!(text(&o.stderr).is_empty(), "{}", text(&o.stderr));
+
+    let gone = d.path().join("no-such-file");
+    let o = client(&["send", gone.to_str().unwrap(), &dest, "--json"], None);
+    assert_eq!(o.status.code(), Some(3));
+    let failure = records(&o);
+    assert_eq!(failure.len(), 1, "{}", text(&o.stdout));
+    assert_eq!(failure[0]["type"], "error");
+    assert_eq!(failure[0]["exit_code"], 3);
+    assert!(failure[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("no-such-file"));
+    assert!(
+        text(&o.stderr).contains("no-such-file"),
+        "said on stderr too"
+    );
+}

@@ -20,7 +20,9 @@
 //! | `trace_stream` | `braid cc trace` | per stream, at its end |
 //! | `trace_total` | `braid cc trace` | at its end |
 //! | `plan` | `braid plan --json` | once |
-//! | `item` | `send`, `get` with `--json` | per entry of a `--dry-run`, per entry `--delete` removed |
+//! | `item` | `send`, `get` with `--json` | per entry of a `--dry-run` or with `--itemize`, per entry `--delete` removed |
+//! | `skipped` | `send` with `--json` | per entry the listing leaves out (a socket, a broken link, ...) |
+//! | `error` | `send`, `get`, `bench`, `serve`, `plan` with `--json` | once, when the command fails |
 //!
 //! `vectors/records.jsonl` holds one line of each, written by this module's
 //! test; the laboratory's test parses the same file with its dataclasses
@@ -111,6 +113,14 @@ pub struct Item {
     pub action: &'static str,
     /// Bytes that would move (send, resume).
     pub bytes: u64,
+}
+
+/// A command that failed, with `--json`: the message said on stderr too,
+/// and the status the command exits with.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    pub message: String,
+    pub exit_code: u8,
 }
 
 #[derive(Serialize)]
@@ -381,6 +391,8 @@ records! {
     TraceTotal => "trace_total",
     Plan => "plan",
     Item => "item",
+    crate::files::manifest::Skipped => "skipped",
+    Failure => "error",
 }
 
 #[cfg(test)]
@@ -584,6 +596,14 @@ mod tests {
                 action: "resume",
                 bytes: 4096,
             }),
+            line(&crate::files::manifest::Skipped {
+                path: "proj/run/sock".into(),
+                reason: "not a regular file".into(),
+            }),
+            line(&Failure {
+                message: "the files need 8.39 MB and /srv has 5.24 MB free".into(),
+                exit_code: 7,
+            }),
         ]
     }
 
@@ -610,6 +630,6 @@ mod tests {
             assert_eq!(v["version"], VERSION);
             assert!(seen.insert(v["type"].as_str().unwrap().to_owned()), "{l}");
         }
-        assert_eq!(seen.len(), 16);
+        assert_eq!(seen.len(), 18);
     }
 }

@@ -78,6 +78,30 @@ impl Source {
     }
 }
 
+/// An entry the listing leaves out, and why: said on stderr, or with
+/// `--json` as a `skipped` record.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    /// As the user named it (the local path).
+    pub path: String,
+    pub reason: String,
+}
+
+impl Skipped {
+    fn new(path: impl AsRef<Path>, reason: &str) -> Skipped {
+        Skipped {
+            path: path.as_ref().display().to_string(),
+            reason: reason.to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.reason)
+    }
+}
+
 /// Lists `sources` (files and directories, recursively) with manifest paths
 /// under `prefix` ("" for none): a file keeps its name, a directory its name
 /// and everything below it, itself included as an entry (so an empty one
@@ -94,7 +118,7 @@ pub fn list(
     prefix: &str,
     filter: &Filter,
     links: Links,
-) -> Result<(Vec<Source>, Vec<String>)> {
+) -> Result<(Vec<Source>, Vec<Skipped>)> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for src in sources {
@@ -113,7 +137,7 @@ pub fn list(
         }
         let top = join(prefix, name);
         if filter.excludes(name, meta.is_dir()) {
-            skipped.push(format!("{}: excluded", src.display()));
+            skipped.push(Skipped::new(src, "excluded"));
             continue;
         }
         let io_err = |e| Error::io(format!("reading {}", src.display()), e);
@@ -273,7 +297,7 @@ struct Walk<'a> {
     /// a `send`'s destination prefix).
     from: usize,
     out: &'a mut Vec<Source>,
-    skipped: &'a mut Vec<String>,
+    skipped: &'a mut Vec<Skipped>,
 }
 
 impl Walk<'_> {
@@ -296,9 +320,7 @@ impl Walk<'_> {
     /// A link met below a directory, as `links` says.
     fn link(&mut self, base: &Arc<Dir>, rel: &Path, local: &Path, p: &str) -> Result<()> {
         match self.links {
-            Links::Skip => self
-                .skipped
-                .push(format!("{}: a symbolic link", local.display())),
+            Links::Skip => self.skipped.push(Skipped::new(local, "a symbolic link")),
             Links::Keep => {
                 let target = base
                     .read_link(rel)
@@ -316,9 +338,9 @@ impl Walk<'_> {
                         src.link = Some(t);
                         self.out.push(src);
                     }
-                    _ => self.skipped.push(format!(
-                        "{}: a link whose target is not UTF-8 (or is empty or too long)",
-                        local.display()
+                    _ => self.skipped.push(Skipped::new(
+                        local,
+                        "a link whose target is not UTF-8 (or is empty or too long)",
                     )),
                 }
             }
@@ -327,7 +349,7 @@ impl Walk<'_> {
                 // listed from the directory that really holds it.
                 let Ok(real) = fs::canonicalize(local) else {
                     self.skipped
-                        .push(format!("{}: a broken symbolic link", local.display()));
+                        .push(Skipped::new(local, "a broken symbolic link"));
                     return Ok(());
                 };
                 let io_err = |e| Error::io(format!("reading {}", local.display()), e);
@@ -335,17 +357,17 @@ impl Walk<'_> {
                 if meta.is_dir() {
                     let there = Arc::new(Dir::open(&real).map_err(io_err)?);
                     if !self.tree(&there, local, p)? {
-                        self.skipped.push(format!(
-                            "{}: a link to a directory it lies in (a loop)",
-                            local.display()
+                        self.skipped.push(Skipped::new(
+                            local,
+                            "a link to a directory it lies in (a loop)",
                         ));
                     }
                 } else if let (true, Some(file)) = (meta.is_file(), real_file(&real, local, p)?) {
                     self.out.push(file);
                 } else {
-                    self.skipped.push(format!(
-                        "{}: links to neither a file nor a directory",
-                        local.display()
+                    self.skipped.push(Skipped::new(
+                        local,
+                        "links to neither a file nor a directory",
                     ));
                 }
             }
@@ -366,7 +388,7 @@ impl Walk<'_> {
         for (name, kind) in entries {
             let local = shown.join(&name);
             let Some(name) = name.to_str().map(str::to_owned) else {
-                self.skipped.push(format!("{}: not UTF-8", local.display()));
+                self.skipped.push(Skipped::new(local, "not UTF-8"));
                 continue;
             };
             let r = rel.join(&name);
@@ -378,9 +400,9 @@ impl Walk<'_> {
             if kind == Kind::Link {
                 self.link(base, &r, &local, &p)?;
             } else if pathsafe::is_internal(&name) {
-                self.skipped.push(format!(
-                    "{}: braid's staging directory (part files of an unfinished transfer)",
-                    local.display()
+                self.skipped.push(Skipped::new(
+                    local,
+                    "braid's staging directory (part files of an unfinished transfer)",
                 ));
             } else if kind == Kind::Dir {
                 let meta = base
@@ -394,8 +416,7 @@ impl Walk<'_> {
             } else if kind == Kind::File {
                 self.out.push(file_source(base, &r, &local, &p)?);
             } else {
-                self.skipped
-                    .push(format!("{}: not a regular file", local.display()));
+                self.skipped.push(Skipped::new(local, "not a regular file"));
             }
         }
         Ok(())
@@ -578,7 +599,7 @@ mod tests {
         let dirs: Vec<bool> = files.iter().map(|s| s.entry.is_dir()).collect();
         assert_eq!(dirs, [true, false, true, true, false, false]);
         assert_eq!(skipped.len(), 1);
-        assert!(skipped[0].contains("symbolic link"));
+        assert!(skipped[0].reason.contains("symbolic link"));
     }
 
     #[test]
@@ -636,7 +657,7 @@ mod tests {
         let only = Filter::new(vec![Rule::new(false, "proj").unwrap()]).unwrap();
         let (files, skipped) = list(std::slice::from_ref(&top), "", &only, Links::Skip).unwrap();
         assert!(
-            files.is_empty() && skipped[0].contains("excluded"),
+            files.is_empty() && skipped[0].reason.contains("excluded"),
             "{skipped:?}"
         );
     }
@@ -697,8 +718,14 @@ mod tests {
             ]
         );
         assert_eq!(followed[3].entry.size, 1, "the file a link names");
-        assert!(skipped.iter().any(|s| s.contains("broken")), "{skipped:?}");
-        assert!(skipped.iter().any(|s| s.contains("a loop")), "{skipped:?}");
+        assert!(
+            skipped.iter().any(|s| s.reason.contains("broken")),
+            "{skipped:?}"
+        );
+        assert!(
+            skipped.iter().any(|s| s.reason.contains("a loop")),
+            "{skipped:?}"
+        );
     }
 
     #[test]
@@ -729,7 +756,10 @@ mod tests {
             ]
         );
         assert_eq!(skipped.len(), 1);
-        assert!(skipped[0].contains("staging directory"), "{skipped:?}");
+        assert!(
+            skipped[0].reason.contains("staging directory"),
+            "{skipped:?}"
+        );
     }
 
     #[test]

@@ -317,9 +317,11 @@ fn rename_top(files: &mut [FileEntry], from: &str, to: &str) {
 /// `braid send`: files and directories to `dest` below the server's root.
 pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let (mut files, skipped) = manifest::list(sources, dest, &cfg.sync.filter, cfg.sync.links)?;
-    if cfg.output.human() {
-        for s in &skipped {
-            crate::errln!("braid: skipping {s}");
+    for s in &skipped {
+        match cfg.output {
+            Output::Json => crate::records::print(s),
+            Output::Human | Output::Verbose => crate::errln!("braid: skipping {s}"),
+            Output::Quiet => {}
         }
     }
     let dry = cfg.sync.dry_run;
