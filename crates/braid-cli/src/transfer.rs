@@ -320,6 +320,10 @@ pub struct ServeArgs {
     /// a link both ends trust. Sessions are sealed unless both ends agree.
     #[arg(long)]
     allow_plain: bool,
+    /// Refuse a send that holds symbolic links (the client is told to send with -L, what
+    /// they name, instead): no link a client makes here can lead out of the root.
+    #[arg(long)]
+    refuse_links: bool,
 }
 
 /// The process's stop signal: every session this command runs holds it.
@@ -786,6 +790,7 @@ fn limits(a: &ServeArgs) -> Result<server::Limits> {
         },
         blocks: a.max_blocks,
         partial_ttl: Duration::from_secs(a.partial_ttl.saturating_mul(3600)),
+        links: !a.refuse_links,
     })
 }
 

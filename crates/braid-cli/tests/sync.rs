@@ -90,3 +90,35 @@ fn rules_apply_in_the_order_given_and_a_dry_run_writes_nothing() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn a_server_that_refuses_links_says_how_to_send_what_they_name() {
+    let d = tempfile::tempdir().unwrap();
+    let (root, proj) = (d.path().join("root"), d.path().join("proj"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&proj).unwrap();
+    fs::write(proj.join("a.txt"), "a").unwrap();
+    std::os::unix::fs::symlink("a.txt", proj.join("to-a")).unwrap();
+    let srv = serve(&root, &["--refuse-links"], None);
+    let dest = format!("{}:in/", srv.addr);
+    let p = proj.to_str().unwrap();
+
+    let o = client(&["send", p, &dest], None);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("in/proj/to-a is a symbolic link") && err.contains("-L"),
+        "{err}"
+    );
+    assert!(
+        !root.join("in/proj/a.txt").exists(),
+        "nothing of the send lands"
+    );
+
+    // With -L the link's target travels as a file.
+    let o = client(&["send", p, &dest, "-L"], None);
+    ok(&o);
+    let got = root.join("in/proj/to-a");
+    assert!(!got.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(fs::read_to_string(got).unwrap(), "a");
+}

@@ -77,6 +77,10 @@ pub struct Limits {
     /// Memory the manifests of all live sessions may hold together, in bytes
     /// (see `ENTRY_COST`): a session past it is told to come back later.
     pub manifests: usize,
+    /// Whether a client's send may make symbolic links here (rsync's daemon
+    /// has "munge symlinks" for the same worry): a link made below the root
+    /// may name anything, and whoever reads through it later leaves the root.
+    pub links: bool,
 }
 
 impl Default for Limits {
@@ -90,6 +94,7 @@ impl Default for Limits {
             partial_ttl: receive::DEFAULT_PARTIAL_TTL,
             idle: crate::session::conn::IDLE,
             manifests: 1 << 30,
+            links: true,
         }
     }
 }
@@ -667,6 +672,20 @@ fn run_session(
             let mut manifest = conn.tell(manifest)?;
             if p.flags & FLAG_NAME_AS_DEST != 0 {
                 name_as_dest(&cfg.root, &mut manifest);
+            }
+            if let Some(l) = manifest
+                .iter()
+                .find(|f| f.is_link())
+                .filter(|_| !cfg.limits.links)
+            {
+                return conn.tell(Err(Error::refused(
+                    Code::ForbiddenPath,
+                    format!(
+                        "{} is a symbolic link, and this server makes none (serve --refuse-links); \
+                         send with -L (--copy-links) to send what the links name",
+                        l.path
+                    ),
+                )));
             }
             let paths = manifest.iter().map(|f| f.path.as_str());
             let _held = conn.tell(shared.manifests.take(paths, "this send"))?;
