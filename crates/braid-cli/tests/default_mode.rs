@@ -12,7 +12,7 @@ use std::process::Output;
 
 use tempfile::TempDir;
 
-use common::{client, ok, serve, text};
+use common::{client, ok, serve};
 
 /// A fresh directory holding a server's root, an empty pin directory (no
 /// controls there) and a place to fetch into.
@@ -23,6 +23,10 @@ fn dirs() -> (TempDir, PathBuf, PathBuf, PathBuf) {
         fs::create_dir_all(p).unwrap();
     }
     (d, root, none, back)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The host's default congestion control, which auto's streams run where CUBIC cannot be set.

@@ -268,7 +268,7 @@ impl Telemetry {
             Output::Human | Output::Verbose => {
                 let expected = self.expected.load(Ordering::Relaxed);
                 let line = progress_line(t, total, expected, mbps(delta, dt));
-                let streams: Vec<String> = if self.output == Output::Verbose {
+                let streams = (self.output == Output::Verbose).then(|| {
                     samples
                         .iter()
                         .zip(prev)
@@ -282,10 +282,8 @@ impl Telemetry {
                                 info.total_retrans
                             )
                         })
-                        .collect()
-                } else {
-                    Vec::new()
-                };
+                        .collect::<Vec<_>>()
+                });
                 match &self.bar {
                     // A session that ended has cleared its line for the summary.
                     Some(_) if self.stop.load(Ordering::Relaxed) => {}
@@ -297,7 +295,7 @@ impl Telemetry {
                             }
                             bar.set_position(total.min(expected));
                         }
-                        for s in &streams {
+                        for s in streams.iter().flatten() {
                             bar.println(s);
                         }
                         bar.set_message(line);
@@ -305,7 +303,7 @@ impl Telemetry {
                     None => {
                         let mut err = std::io::stderr().lock();
                         crate::console::settle(writeln!(err, "{line}"));
-                        for s in &streams {
+                        for s in streams.iter().flatten() {
                             crate::console::settle(writeln!(err, "{s}"));
                         }
                     }
@@ -387,6 +385,7 @@ pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
 /// The line a terminal keeps in place: the words of [`progress_line`],
 /// after a bar once the session's size is known (a bench has none).
 fn progress_bar() -> ProgressBar {
@@ -401,7 +400,6 @@ fn bar_style(template: &str) -> ProgressStyle {
         .progress_chars("=> ")
 }
 
-/// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
 pub fn progress_line(t: f64, done: u64, expected: u64, rate_mbps: f64) -> String {
     let mut s = format!(
         "{t:>7.1} s  {:>10}  {:>12}",
