@@ -12,7 +12,7 @@ use std::process::Output;
 
 use tempfile::TempDir;
 
-use common::{client, ok, serve};
+use common::{client, ok, serve, text};
 
 /// A fresh directory holding a server's root, an empty pin directory (no
 /// controls there) and a place to fetch into.
@@ -23,10 +23,6 @@ fn dirs() -> (TempDir, PathBuf, PathBuf, PathBuf) {
         fs::create_dir_all(p).unwrap();
     }
     (d, root, none, back)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The host's default congestion control, which auto's streams run where CUBIC cannot be set.

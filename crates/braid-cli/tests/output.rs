@@ -6,11 +6,7 @@ mod common;
 
 use std::fs;
 
-use common::{client, ok, serve};
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{client, ok, serve, text};
 
 #[test]
 fn verbose_adds_the_streams_and_the_entries_to_the_progress() {

@@ -7,11 +7,7 @@ mod common;
 
 use std::fs;
 
-use common::{client, ok, serve};
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{client, ok, serve, text};
 
 #[test]
 fn rules_apply_in_the_order_given_and_a_dry_run_writes_nothing() {

@@ -268,7 +268,7 @@ impl Telemetry {
             Output::Human | Output::Verbose => {
                 let expected = self.expected.load(Ordering::Relaxed);
                 let line = progress_line(t, total, expected, mbps(delta, dt));
-                let streams = (self.output == Output::Verbose).then(|| {
+                let streams: Vec<String> = if self.output == Output::Verbose {
                     samples
                         .iter()
                         .zip(prev)
@@ -282,8 +282,10 @@ impl Telemetry {
                                 info.total_retrans
                             )
                         })
-                        .collect::<Vec<_>>()
-                });
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 match &self.bar {
                     // A session that ended has cleared its line for the summary.
                     Some(_) if self.stop.load(Ordering::Relaxed) => {}
@@ -295,7 +297,7 @@ impl Telemetry {
                             }
                             bar.set_position(total.min(expected));
                         }
-                        for s in streams.iter().flatten() {
+                        for s in &streams {
                             bar.println(s);
                         }
                         bar.set_message(line);
@@ -303,7 +305,7 @@ impl Telemetry {
                     None => {
                         let mut err = std::io::stderr().lock();
                         crate::console::settle(writeln!(err, "{line}"));
-                        for s in streams.iter().flatten() {
+                        for s in &streams {
                             crate::console::settle(writeln!(err, "{s}"));
                         }
                     }
@@ -385,7 +387,6 @@ pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
 /// The line a terminal keeps in place: the words of [`progress_line`],
 /// after a bar once the session's size is known (a bench has none).
 fn progress_bar() -> ProgressBar {
@@ -400,6 +401,7 @@ fn bar_style(template: &str) -> ProgressStyle {
         .progress_chars("=> ")
 }
 
+/// "12.0 s  1.20 GB  800.0 Mb/s  45 %  ETA 14 s" (percentage and ETA when the total is known).
 pub fn progress_line(t: f64, done: u64, expected: u64, rate_mbps: f64) -> String {
     let mut s = format!(
         "{t:>7.1} s  {:>10}  {:>12}",

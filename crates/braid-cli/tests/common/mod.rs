@@ -11,6 +11,11 @@ use std::thread;
 
 pub const TOKEN: &str = "loopback-test-token";
 
+/// A child's output as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
 pub struct Server {
     pub child: Child,
     pub addr: String,

@@ -673,11 +673,10 @@ fn run_session(
             if p.flags & FLAG_NAME_AS_DEST != 0 {
                 name_as_dest(&cfg.root, &mut manifest);
             }
-            if let Some(l) = manifest
-                .iter()
-                .find(|f| f.is_link())
-                .filter(|_| !cfg.limits.links)
-            {
+            let refused_link = (!cfg.limits.links)
+                .then(|| manifest.iter().find(|f| f.is_link()))
+                .flatten();
+            if let Some(l) = refused_link {
                 return conn.tell(Err(Error::refused(
                     Code::ForbiddenPath,
                     format!(
