@@ -37,8 +37,6 @@ pub enum Action {
     Send(Message),
     /// Every byte of this file is acknowledged: complete its hash and report it.
     Hash(u32),
-    /// A stream's connection died mid-transfer; its blocks went back in line.
-    Lost { stream: usize, why: String },
     /// Dial this stream (it joins the session, or is wanted again after leaving).
     Open(usize),
     /// Every file is verified: say `Close` with the bytes this end sent.
@@ -217,10 +215,12 @@ impl SenderCore {
         }
     }
 
-    /// A connection died. Its blocks go back in line; a loss before the end is told.
-    pub fn on_lost(&mut self, stream: usize, gen: u64, why: String) {
+    /// A connection died. Its blocks go back in line. Returns whether it is a
+    /// loss to tell (one before the end): the stream's own thread tells it,
+    /// so that its word comes before anything that thread does next (a redial).
+    pub fn on_lost(&mut self, stream: usize, gen: u64) -> bool {
         if self.gens[stream] != gen || self.phase == Phase::Over {
-            return;
+            return false;
         }
         let mid_transfer = !self.sched.is_done() && self.detached[stream] != gen;
         self.sched.fail(stream);
@@ -228,9 +228,7 @@ impl SenderCore {
         if self.slots[stream] == Slot::Leaving {
             self.slots[stream] = Slot::Gone;
         }
-        if mid_transfer {
-            self.actions.push_back(Action::Lost { stream, why });
-        }
+        mid_transfer
     }
 
     /// The session should carry blocks on `n` streams: the first `n` carry,
@@ -339,7 +337,6 @@ mod tests {
                 Action::Send(Message::Verify { file, .. }) => format!("verify {file}"),
                 Action::Send(m) => format!("{m:?}"),
                 Action::Hash(f) => format!("hash {f}"),
-                Action::Lost { stream, .. } => format!("lost {stream}"),
                 Action::Open(i) => format!("open {i}"),
                 Action::Close => "close".into(),
                 Action::Finished(b) => format!("finished {b}"),
@@ -424,8 +421,9 @@ mod tests {
         let g1 = c.attach(1);
         let a = block(&mut c, 0, g0);
         block(&mut c, 1, g1);
-        c.on_lost(0, g0, "reset".into());
-        assert_eq!(drain(&mut c), ["lost 0"]);
+        assert!(c.on_lost(0, g0), "a loss mid-transfer is told");
+        assert!(!c.on_lost(0, g0), "once");
+        assert!(drain(&mut c).is_empty());
         assert_eq!(c.next(0, g0), Next::Stop, "the old connection stops");
         // Progress of the dead connection counts for nothing.
         c.on_progress(0, g0, 10);
@@ -452,7 +450,7 @@ mod tests {
         c.on_progress(2, g2, 10);
         assert_eq!(c.next(2, g2), Next::Detach);
         // The receiver closes a detached connection: no loss to tell.
-        c.on_lost(2, g2, "the receiver closed the stream".into());
+        assert!(!c.on_lost(2, g2));
         assert!(drain(&mut c).is_empty());
         assert!(!c.redial(2), "a stream that left is not dialled again");
         // Stream 1 never connected: it is gone without a word.
@@ -470,10 +468,9 @@ mod tests {
         let g1 = c.attach(1);
         block(&mut c, 1, g1);
         c.set_streams(1);
-        c.on_lost(1, g1, "reset".into());
+        assert!(c.on_lost(1, g1));
         assert!(!c.redial(1));
         assert!(c.redial(0));
-        assert_eq!(drain(&mut c), ["lost 1"]);
     }
 
     #[test]

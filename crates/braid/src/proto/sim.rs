@@ -91,7 +91,6 @@ impl World {
                     core.on_control(Message::Verify { file, hash });
                 }
                 Action::Send(m) => panic!("unexpected {m:?}"),
-                Action::Lost { .. } => self.losses_told += 1,
                 Action::Open(i) => self.attach(core, i),
                 Action::Close => core.on_control(Message::Close { bytes: 0 }),
                 Action::Finished(_) => return Some(true),
@@ -133,13 +132,13 @@ impl World {
                     core.on_progress(i, link.gen, link.acked);
                 } else if link.detached && link.wire.is_empty() {
                     // The receiver closes a detached connection.
-                    core.on_lost(i, link.gen, "closed".into());
+                    self.losses_told += core.on_lost(i, link.gen) as u64;
                     self.links[i] = None;
                 }
             }
             _ if churn && self.rng.chance(300) => {
                 self.kills += 1;
-                core.on_lost(i, link.gen, "reset".into());
+                self.losses_told += core.on_lost(i, link.gen) as u64;
                 self.links[i] = None;
             }
             _ if churn => core.set_streams(1 + self.rng.below(6) as usize),

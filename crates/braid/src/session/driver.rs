@@ -259,6 +259,7 @@ pub fn send_files(
         tx.clone(),
         Arc::clone(tel),
         limit_bps,
+        notes,
     )?;
     let life = side.life(cancel);
     let streams = life.streams(n, notes);

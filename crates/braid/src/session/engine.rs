@@ -585,12 +585,6 @@ pub fn drive_sender(
                 Action::Hash(f) => {
                     let _ = finisher.send(f);
                 }
-                Action::Lost { stream, why } => notes.say(
-                    "stream_lost",
-                    stream,
-                    &why,
-                    &format!("stream {stream} lost ({why}); its blocks go to the others"),
-                ),
                 Action::Open(i) => {
                     if let Some(open) = hooks.open {
                         open(i);

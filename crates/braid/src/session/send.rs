@@ -22,6 +22,7 @@ use crate::proto::sched::BlockRef;
 use crate::proto::sender::{Action, Next, SenderCore};
 use crate::proto::Answer;
 use crate::session::conn::{Conn, FrameWriter};
+use crate::session::engine::Notes;
 use crate::session::pacer::Pacer;
 use crate::session::sync::Removed;
 use crate::telemetry::Telemetry;
@@ -64,9 +65,12 @@ pub struct SendShared {
     pub removed: Mutex<Removed>,
     /// Each file the receiver held whole before the session (nothing of it moves).
     held_whole: Vec<bool>,
+    /// Where a stream's thread tells of its loss.
+    notes: Notes,
 }
 
 impl SendShared {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         sources: &[Source],
         answers: &[Answer],
@@ -75,6 +79,7 @@ impl SendShared {
         events: Sender<Event>,
         tel: Arc<Telemetry>,
         limit_bps: Option<u64>,
+        notes: Notes,
     ) -> Result<Arc<Self>> {
         // A file the receiver keeps is settled as a directory is: nothing
         // of it moves, nothing is verified.
@@ -116,6 +121,7 @@ impl SendShared {
             pacer: limit_bps.map(Pacer::new),
             removed: Mutex::new(Removed::default()),
             held_whole,
+            notes,
         }))
     }
 
@@ -207,7 +213,14 @@ impl SendShared {
     }
 
     fn lost(&self, stream: usize, gen: u64, why: String) {
-        self.with_core(|c| c.on_lost(stream, gen, why));
+        if self.with_core(|c| c.on_lost(stream, gen)) {
+            self.notes.say(
+                "stream_lost",
+                stream,
+                &why,
+                &format!("stream {stream} lost ({why}); its blocks go to the others"),
+            );
+        }
     }
 }
 
