@@ -197,6 +197,14 @@ pub struct SyncArgs {
     /// of the links themselves (the default, rsync -l). A get's server never follows a link.
     #[arg(long, short = 'L')]
     copy_links: bool,
+    /// Give what arrives the sender's owner, by user id (rsync -o with --numeric-ids), and keep
+    /// its setuid bit. The receiver must run as root; a server, started with --keep-owners.
+    #[arg(long, short = 'o')]
+    owner: bool,
+    /// Give what arrives the sender's group, by group id, and keep its setgid bit (rsync -g with
+    /// --numeric-ids); as --owner, for the receiver.
+    #[arg(long, short = 'g')]
+    group: bool,
 }
 
 impl SyncArgs {
@@ -240,6 +248,10 @@ impl SyncArgs {
                 Links::Follow
             } else {
                 Links::Keep
+            },
+            ids: sync::Ids {
+                owner: self.owner,
+                group: self.group,
             },
         })
     }
@@ -324,6 +336,11 @@ pub struct ServeArgs {
     /// they name, instead): no link a client makes here can lead out of the root.
     #[arg(long)]
     refuse_links: bool,
+    /// Let a client's send (--owner, --group) give what it writes here the owner and group it
+    /// names, setuid and setgid bits kept: only for clients trusted with every user's files.
+    /// Needs root; off by default, when such a send is refused.
+    #[arg(long)]
+    keep_owners: bool,
 }
 
 /// The process's stop signal: every session this command runs holds it.
@@ -778,6 +795,13 @@ fn limits(a: &ServeArgs) -> Result<server::Limits> {
             3 * braid::session::conn::KEEPALIVE.as_secs()
         )));
     }
+    // SAFETY: geteuid has no preconditions.
+    if a.keep_owners && unsafe { libc::geteuid() } != 0 {
+        return Err(Error::Usage(
+            "--keep-owners needs a server that runs as root: no other user may give files owners"
+                .into(),
+        ));
+    }
     Ok(server::Limits {
         idle: Duration::from_secs(a.idle_timeout),
         manifests: usize::try_from(a.max_manifests).unwrap_or(usize::MAX),
@@ -791,6 +815,7 @@ fn limits(a: &ServeArgs) -> Result<server::Limits> {
         blocks: a.max_blocks,
         partial_ttl: Duration::from_secs(a.partial_ttl.saturating_mul(3600)),
         links: !a.refuse_links,
+        owners: a.keep_owners,
     })
 }
 

@@ -118,3 +118,121 @@ fn a_server_that_refuses_links_says_how_to_send_what_they_name() {
     assert!(!got.symlink_metadata().unwrap().file_type().is_symlink());
     assert_eq!(fs::read_to_string(got).unwrap(), "a");
 }
+
+#[test]
+fn owners_travel_only_where_asked_and_the_receiver_may_give_them() {
+    use std::os::unix::fs::{chown, lchown, MetadataExt, PermissionsExt};
+    let d = tempfile::tempdir().unwrap();
+    let (root, proj) = (d.path().join("root"), d.path().join("proj"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(proj.join("sub")).unwrap();
+    let p = proj.to_str().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Only root gives files owners: both ends say so before anything moves.
+        let o = common::braid()
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--keep-owners",
+                "--root",
+            ])
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("runs as root"),
+            "{}",
+            text(&o.stderr)
+        );
+        let srv = serve(&root, &[], None);
+        let local = d.path().join("here");
+        let o = client(
+            &[
+                "get",
+                &format!("{}:x", srv.addr),
+                local.to_str().unwrap(),
+                "-o",
+            ],
+            None,
+        );
+        assert!(
+            text(&o.stderr).contains("runs as root"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert!(!local.exists());
+        return;
+    }
+    fs::write(proj.join("tool"), "#!/bin/sh\n").unwrap();
+    fs::set_permissions(proj.join("tool"), fs::Permissions::from_mode(0o6755)).unwrap();
+    chown(proj.join("tool"), Some(1234), Some(5678)).unwrap();
+    // chown clears setuid: set it again, as a packaged tool would have it.
+    fs::set_permissions(proj.join("tool"), fs::Permissions::from_mode(0o6755)).unwrap();
+    chown(proj.join("sub"), Some(1111), Some(2222)).unwrap();
+    std::os::unix::fs::symlink("tool", proj.join("ln")).unwrap();
+    lchown(proj.join("ln"), Some(3333), Some(4444)).unwrap();
+    let ids = |p: &std::path::Path| {
+        let m = p
+            .symlink_metadata()
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        (m.uid(), m.gid(), m.mode() & 0o7777)
+    };
+
+    // A server not started to keep owners refuses, and nothing lands.
+    let plain = serve(&root, &[], None);
+    let o = client(
+        &["send", p, &format!("{}:a/", plain.addr), "-o", "-g"],
+        None,
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("--keep-owners"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!root.join("a/proj/tool").exists());
+    // Without --owner and --group, the receiver's ids, and no setuid or setgid.
+    ok(&client(&["send", p, &format!("{}:b/", plain.addr)], None));
+    assert_eq!(ids(&root.join("b/proj/tool")), (0, 0, 0o755));
+
+    let keeps = serve(&root, &["--keep-owners"], None);
+    ok(&client(
+        &["send", p, &format!("{}:c/", keeps.addr), "-o", "-g"],
+        None,
+    ));
+    assert_eq!(ids(&root.join("c/proj/tool")), (1234, 5678, 0o6755));
+    assert_eq!(ids(&root.join("c/proj/sub")).0, 1111);
+    assert_eq!(ids(&root.join("c/proj/sub")).1, 2222);
+    let ln = ids(&root.join("c/proj/ln"));
+    assert_eq!(
+        (ln.0, ln.1),
+        (3333, 4444),
+        "the link itself, not what it names"
+    );
+    // The group alone: the setgid bit with it, not the setuid.
+    ok(&client(
+        &["send", p, &format!("{}:d/", keeps.addr), "-g"],
+        None,
+    ));
+    assert_eq!(ids(&root.join("d/proj/tool")), (0, 5678, 0o2755));
+
+    // A get gives what it receives the server's owners here.
+    let here = d.path().join("here");
+    fs::create_dir(&here).unwrap();
+    let o = client(
+        &[
+            "get",
+            &format!("{}:c/proj", plain.addr),
+            here.to_str().unwrap(),
+            "--owner",
+            "--group",
+        ],
+        None,
+    );
+    ok(&o);
+    assert_eq!(ids(&here.join("proj/tool")), (1234, 5678, 0o6755));
+    assert_eq!(ids(&here.join("proj/sub")).0, 1111);
+}

@@ -120,6 +120,14 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
                 w.bytes(h);
             }
         }
+        Message::Owners { first, ids } => {
+            w.u32(*first);
+            w.u32(ids.len() as u32);
+            for (uid, gid) in ids {
+                w.u32(*uid);
+                w.u32(*gid);
+            }
+        }
     }
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
@@ -331,6 +339,16 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
                 file: r.u32()?,
                 target: r.str()?,
             }
+        }
+        23 => {
+            r.what = "owners";
+            let first = r.u32()?;
+            let n = r.count(8, "owners: count")?;
+            let mut ids = Vec::with_capacity(n);
+            for _ in 0..n {
+                ids.push((r.u32()?, r.u32()?));
+            }
+            Message::Owners { first, ids }
         }
         21 => {
             r.what = "removed";
@@ -644,12 +662,12 @@ mod tests {
                 value: 0x8000
             })
         );
-        open[flags_at] = 0x02;
+        open[flags_at] = 0x08;
         assert_eq!(
             decode(&open),
             Err(DecodeError::Value {
                 what: "open: flags",
-                value: 0x200
+                value: 0x800
             })
         );
     }
@@ -747,6 +765,11 @@ mod tests {
                 proptest::collection::vec(any::<[u8; 32]>(), 0..4)
             )
                 .prop_map(|(first, hashes)| Message::Sums { first, hashes }),
+            (
+                any::<u32>(),
+                proptest::collection::vec(any::<(u32, u32)>(), 0..8)
+            )
+                .prop_map(|(first, ids)| Message::Owners { first, ids }),
             (proptest::collection::vec("\\PC{0,20}", 0..6), any::<bool>())
                 .prop_map(|(paths, more)| Message::Removed { paths, more }),
         ]

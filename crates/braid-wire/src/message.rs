@@ -86,6 +86,13 @@ pub const FLAG_FILTER: u32 = 128;
 /// each one's target in a `Link` after the manifest; a get's server lists
 /// links as links only for a client that says so.
 pub const FLAG_LINKS: u32 = 256;
+/// Send/get: the sender's `Owners` follow its manifest (after its `Sums` and
+/// `Link`s); the receiver gives each entry its owner (user id), and keeps the
+/// setuid bit with it. A receiver that is not root, or a server not started
+/// to keep owners, refuses the session.
+pub const FLAG_OWNER: u32 = 512;
+/// As [`FLAG_OWNER`], for the group id and the setgid bit.
+pub const FLAG_GROUP: u32 = 1024;
 pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME
     | FLAG_REVERSE
     | FLAG_NAME_AS_DEST
@@ -94,7 +101,9 @@ pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME
     | FLAG_DRY_RUN
     | FLAG_DELETE
     | FLAG_FILTER
-    | FLAG_LINKS;
+    | FLAG_LINKS
+    | FLAG_OWNER
+    | FLAG_GROUP;
 
 /// The file-type bits of [`FileEntry::mode`] that mark a directory (S_IFDIR):
 /// a directory travels as an entry of size 0, so an empty one arrives too.
@@ -283,6 +292,13 @@ pub enum Message {
         file: u32,
         target: String,
     },
+    /// The owner and group ids of the manifest's entries from `first` on, in
+    /// order ([`FLAG_OWNER`], [`FLAG_GROUP`]): numbers, not names, as tar's
+    /// --numeric-owner and rsync's --numeric-ids keep them.
+    Owners {
+        first: u32,
+        ids: Vec<(u32, u32)>,
+    },
     /// What the receiver removed (or, with [`FLAG_DRY_RUN`], would remove)
     /// for [`FLAG_DELETE`], before its `Close`; `more`: another follows.
     Removed {
@@ -315,6 +331,7 @@ impl Message {
             Message::Sums { .. } => 20,
             Message::Removed { .. } => 21,
             Message::Link { .. } => 22,
+            Message::Owners { .. } => 23,
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct Meta {
     pub mtime_ns: i64,
     pub dev: u64,
     pub ino: u64,
+    pub uid: u32,
+    pub gid: u32,
 }
 
 impl Meta {
@@ -72,6 +74,8 @@ impl Meta {
             mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec as i64,
             dev: st.st_dev,
             ino: st.st_ino,
+            uid: st.st_uid,
+            gid: st.st_gid,
         }
     }
 
@@ -202,12 +206,17 @@ impl Dir {
     }
 
     /// Makes `rel` a symbolic link to `target` (its parent exists, the name
-    /// is free). The link is only written: braid never follows one below a
-    /// root, so where it points cannot lead a later session astray.
-    pub fn symlink(&self, target: &str, rel: &Path) -> io::Result<()> {
+    /// is free), owned as `owner` says. The link is only written: braid never
+    /// follows one below a root, so where it points cannot lead a later
+    /// session astray.
+    pub fn symlink(&self, target: &str, rel: &Path, owner: Owner) -> io::Result<()> {
         let (parent, name) = split(rel)?;
         let parent = self.dir(parent)?;
         rfs::symlinkat(target, &parent.fd, name)?;
+        if !owner.is_none() {
+            let (uid, gid) = owner.ids();
+            rfs::chownat(&parent.fd, name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)?;
+        }
         Ok(())
     }
 
@@ -272,9 +281,9 @@ impl Dir {
         Ok(out)
     }
 
-    /// Gives this directory `mode` (permission bits) and `mtime_ns`.
-    pub fn stamp(&self, mode: u32, mtime_ns: i64) -> io::Result<()> {
-        stamp(&self.fd, mode, mtime_ns)
+    /// Gives this directory `owner`, `mode` (permission bits) and `mtime_ns`.
+    pub fn stamp(&self, mode: u32, mtime_ns: i64, owner: Owner) -> io::Result<()> {
+        stamp(&self.fd, mode, mtime_ns, owner)
     }
 
     pub fn meta_here(&self) -> io::Result<Meta> {
@@ -288,9 +297,35 @@ impl AsFd for Dir {
     }
 }
 
-/// Gives an open file or directory `mode` and `mtime_ns`, through its
-/// descriptor (what the name means now does not matter).
-pub fn stamp(fd: impl AsFd, mode: u32, mtime_ns: i64) -> io::Result<()> {
+/// The ids an entry is given (--owner, --group); `None` leaves one as it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+}
+
+impl Owner {
+    pub fn is_none(&self) -> bool {
+        self.uid.is_none() && self.gid.is_none()
+    }
+
+    fn ids(&self) -> (Option<rfs::Uid>, Option<rfs::Gid>) {
+        (
+            self.uid.map(rfs::Uid::from_raw),
+            self.gid.map(rfs::Gid::from_raw),
+        )
+    }
+}
+
+/// Gives an open file or directory `owner`, `mode` and `mtime_ns`, through
+/// its descriptor (what the name means now does not matter). The owner
+/// comes first: changing it clears setuid and setgid, which the mode then
+/// sets where they are kept.
+pub fn stamp(fd: impl AsFd, mode: u32, mtime_ns: i64, owner: Owner) -> io::Result<()> {
+    if !owner.is_none() {
+        let (uid, gid) = owner.ids();
+        rfs::fchown(&fd, uid, gid)?;
+    }
     rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777))?;
     let t = UNIX_EPOCH + Duration::from_nanos(mtime_ns.max(0) as u64);
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -376,7 +411,7 @@ mod tests {
         root.create_dir(Path::new("x"), 0o700).unwrap();
         root.dir(Path::new("x"))
             .unwrap()
-            .stamp(0o750, 1_500_000_000_000_000_000)
+            .stamp(0o750, 1_500_000_000_000_000_000, Owner::default())
             .unwrap();
         let m = root.meta(Path::new("x")).unwrap().unwrap();
         assert_eq!((m.mode, m.mtime_ns), (0o750, 1_500_000_000_000_000_000));

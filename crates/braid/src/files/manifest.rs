@@ -35,6 +35,8 @@ pub struct Source {
     /// (--checksum): a file the receiver holds whole is not read again to
     /// verify it.
     pub sum: Option<[u8; 32]>,
+    /// Its owner's and group's ids here (sent with --owner, --group).
+    pub owner: (u32, u32),
 }
 
 /// What a listing does with the symbolic links it meets below a directory.
@@ -210,6 +212,7 @@ fn dir_source(local: &Path, path: &str, meta: &Meta) -> Source {
         origin: None,
         link: None,
         sum: None,
+        owner: (meta.uid, meta.gid),
     }
 }
 
@@ -231,6 +234,7 @@ fn file_source(base: &Arc<Dir>, rel: &Path, local: &Path, path: &str) -> Result<
         }),
         link: None,
         sum: None,
+        owner: (meta.uid, meta.gid),
     })
 }
 

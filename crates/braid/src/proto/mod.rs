@@ -22,12 +22,14 @@
 //!   C -> S  Open {kind, mode, streams, ...}    send | get | bench
 //!   C -> S  Filter {rules}                     send, get with FLAG_FILTER (--exclude/--include)
 //!   send:  C -> S Manifest* (the files, 1 MiB frames), Sums* (FLAG_CHECKSUM),
-//!                 Link (one per link of the manifest, FLAG_LINKS)
+//!                 Link (one per link of the manifest, FLAG_LINKS),
+//!                 Owners* (FLAG_OWNER or FLAG_GROUP: each entry's ids, in order)
 //!          S -> C Accepted {session}
 //!          S -> C Ranges or Keep (one per file: what it holds already, or that it keeps its own)
 //!          with FLAG_DRY_RUN: S -> C Removed* (FLAG_DELETE), Close {0}; the session ends
 //!   get:   C -> S Manifest* (the names wanted)          S -> C Accepted {session}
-//!          S -> C Manifest* (the files), Sums*, Link     C -> S Ranges or Keep (one per file)
+//!          S -> C Manifest* (the files), Sums*, Link, Owners*
+//!                                                       C -> S Ranges or Keep (one per file)
 //!          with FLAG_DRY_RUN: S -> C Close {0}; the session ends
 //!   bench: S -> C Accepted {session}
 //!

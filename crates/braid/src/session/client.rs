@@ -348,6 +348,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         sync::send_sums(&mut o.ctrl, &files)?;
     }
     sync::send_links(&mut o.ctrl, &files)?;
+    sync::send_owners(&mut o.ctrl, &files, cfg.sync.ids)?;
     let (session, _) = accepted(&mut o.ctrl, cfg)?;
     // A receiver holds at most a range per block it could have written.
     let answers = engine::read_answers(
@@ -544,6 +545,7 @@ pub fn get(cfg: &Config, remote: &[String], local: &Path) -> Result<Summary> {
 }
 
 fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Result<Summary> {
+    cfg.sync.ids.check_receiving(true)?;
     let mut o = open(cfg)?;
     let mut params = cfg.open_params(Kind::Get);
     let carries_links = cfg.sync.links != Links::Skip;
@@ -569,13 +571,20 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     if let Some((from, to)) = rename {
         rename_top(&mut files, &from, &to);
     }
-    let extras =
-        sync::receive_extras(&mut o.ctrl, local, &files, cfg.sync.checksum, carries_links)?;
+    let extras = sync::receive_extras(
+        &mut o.ctrl,
+        local,
+        &files,
+        cfg.sync.checksum,
+        carries_links,
+        cfg.sync.ids,
+    )?;
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let opts = RecvOptions {
         sync: cfg.sync.receiving(extras.same),
         links: extras.links,
+        owners: extras.owners,
         ..RecvOptions::new(
             cfg.params.flags & FLAG_RESUME != 0,
             cfg.params.block_size,

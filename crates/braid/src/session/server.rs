@@ -81,6 +81,11 @@ pub struct Limits {
     /// has "munge symlinks" for the same worry): a link made below the root
     /// may name anything, and whoever reads through it later leaves the root.
     pub links: bool,
+    /// Whether a client's send may give what it writes their owner and group
+    /// (--owner, --group; the server must run as root): off unless asked,
+    /// since a client could then make files, setuid ones among them, of any
+    /// user here.
+    pub owners: bool,
 }
 
 impl Default for Limits {
@@ -95,6 +100,7 @@ impl Default for Limits {
             idle: crate::session::conn::IDLE,
             manifests: 1 << 30,
             links: true,
+            owners: false,
         }
     }
 }
@@ -686,6 +692,7 @@ fn run_session(
                     ),
                 )));
             }
+            conn.tell(asked.ids.check_receiving(cfg.limits.owners))?;
             let paths = manifest.iter().map(|f| f.path.as_str());
             let _held = conn.tell(shared.manifests.take(paths, "this send"))?;
             files = manifest.iter().filter(|f| f.is_file()).count();
@@ -695,6 +702,7 @@ fn run_session(
                 &manifest,
                 asked.checksum,
                 p.flags & FLAG_LINKS != 0,
+                asked.ids,
             )?;
             let opts = RecvOptions {
                 max_blocks: cfg.limits.blocks,
@@ -702,6 +710,7 @@ fn run_session(
                 sync: asked.receiving(extras.same),
                 max_removals: cfg.limits.manifest.files,
                 links: extras.links,
+                owners: extras.owners,
                 ..RecvOptions::new(
                     p.flags & FLAG_RESUME != 0,
                     p.block_size,
@@ -772,6 +781,7 @@ fn run_session(
                 sync::send_sums(&mut conn, &sources)?;
             }
             sync::send_links(&mut conn, &sources)?;
+            sync::send_owners(&mut conn, &sources, asked.ids)?;
             let answers = engine::read_answers(&mut conn, sources.len(), cfg.limits.blocks);
             let answers = conn.tell(answers)?;
             if asked.dry_run {

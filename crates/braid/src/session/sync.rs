@@ -1,19 +1,19 @@
 //! rsync's ways of treating what the receiving end already has, as a send
 //! or get asks for them: `--exclude`/`--include` (a `Filter`), `--update`,
-//! `--checksum`, `--dry-run` and `--delete`. Here: the options and their
-//! flags, the `Filter`, `Sums` and `Removed` frames, the content
+//! `--checksum`, `--dry-run`, `--delete`, `--owner` and `--group`. Here: the options and their
+//! flags, the `Filter`, `Sums`, `Owners` and `Removed` frames, the content
 //! comparison `--checksum` makes, and what a dry run says it would do.
 
 use std::fs::File;
 use std::path::Path;
 
 use braid_wire::{
-    FileEntry, Message, FLAG_CHECKSUM, FLAG_DELETE, FLAG_DRY_RUN, FLAG_FILTER, FLAG_LINKS,
-    FLAG_UPDATE,
+    FileEntry, Message, FLAG_CHECKSUM, FLAG_DELETE, FLAG_DRY_RUN, FLAG_FILTER, FLAG_GROUP,
+    FLAG_LINKS, FLAG_OWNER, FLAG_UPDATE,
 };
 
 use crate::error::{Code, Error, Result};
-use crate::files::beneath::{Access, Dir, Kind};
+use crate::files::beneath::{Access, Dir, Kind, Owner};
 use crate::files::filter::Filter;
 use crate::files::manifest::{blake3_ticking, Links, Source};
 use crate::proto::unexpected;
@@ -41,6 +41,53 @@ pub struct Options {
     /// What a send's listing does with the links below its directories
     /// (kept as links unless --copy-links; a get's server never follows one).
     pub links: Links,
+    /// Which ids the receiver gives each entry (--owner, --group).
+    pub ids: Ids,
+}
+
+/// Which of an entry's ids a session keeps: its owner (--owner), its group
+/// (--group), by number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ids {
+    pub owner: bool,
+    pub group: bool,
+}
+
+impl Ids {
+    pub fn any(self) -> bool {
+        self.owner || self.group
+    }
+
+    fn of(self, (uid, gid): (u32, u32)) -> Owner {
+        Owner {
+            uid: self.owner.then_some(uid),
+            gid: self.group.then_some(gid),
+        }
+    }
+
+    /// Whether this end may give received entries their ids: it must be
+    /// root, and a server must have been started to (`allowed`), since a
+    /// peer that names owners (root's among them, setuid bits kept) makes
+    /// programs that run as them.
+    pub fn check_receiving(self, allowed: bool) -> Result<()> {
+        if !self.any() {
+            return Ok(());
+        }
+        if !allowed {
+            return Err(Error::refused(
+                Code::BadRequest,
+                "this server does not give files their owners (start it with serve \
+                 --keep-owners); send without --owner and --group",
+            ));
+        }
+        if !rustix::process::geteuid().is_root() {
+            return Err(Error::refused(
+                Code::BadRequest,
+                "--owner and --group need a receiver that runs as root",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Options {
@@ -52,6 +99,8 @@ impl Options {
             (self.dry_run, FLAG_DRY_RUN),
             (self.delete, FLAG_DELETE),
             (!self.filter.is_empty(), FLAG_FILTER),
+            (self.ids.owner, FLAG_OWNER),
+            (self.ids.group, FLAG_GROUP),
         ]
         .into_iter()
         .filter(|(on, _)| *on)
@@ -71,6 +120,10 @@ impl Options {
                 Links::Keep
             } else {
                 Links::Skip
+            },
+            ids: Ids {
+                owner: flags & FLAG_OWNER != 0,
+                group: flags & FLAG_GROUP != 0,
             },
         }
     }
@@ -190,16 +243,63 @@ fn read_sums(conn: &mut Conn, n: usize) -> Result<Vec<[u8; 32]>> {
     Ok(out)
 }
 
+/// Ids per `Owners` frame: 8 KiB, as `Sums` frames are sized.
+const OWNERS_CHUNK: usize = 1024;
+
+/// Sends each entry's owner and group as `Owners` frames (--owner, --group).
+pub fn send_owners(conn: &mut Conn, sources: &[Source], ids: Ids) -> Result<()> {
+    if !ids.any() {
+        return Ok(());
+    }
+    let all: Vec<(u32, u32)> = sources.iter().map(|s| s.owner).collect();
+    for (i, chunk) in all.chunks(OWNERS_CHUNK).enumerate() {
+        conn.send_or_reason(&Message::Owners {
+            first: (i * OWNERS_CHUNK) as u32,
+            ids: chunk.to_vec(),
+        })?;
+    }
+    Ok(())
+}
+
+/// Reads the sender's ids of a manifest of `n` entries, in order, as the
+/// ids this end gives them; an id of -1 (which chown reads as "leave it")
+/// is refused.
+fn read_owners(conn: &mut Conn, manifest: &[FileEntry], ids: Ids) -> Result<Vec<Owner>> {
+    let n = manifest.len();
+    let mut out = Vec::with_capacity(n.min(1 << 20));
+    while out.len() < n {
+        match conn.recv()? {
+            Message::Owners { first, ids: got }
+                if first as usize == out.len() && out.len() + got.len() <= n =>
+            {
+                for pair in got {
+                    if pair.0 == u32::MAX || pair.1 == u32::MAX {
+                        return Err(Error::refused(
+                            Code::BadRequest,
+                            format!("{} has an owner or group of -1", manifest[out.len()].path),
+                        ));
+                    }
+                    out.push(ids.of(pair));
+                }
+            }
+            m => return Err(unexpected("the sender's owners, in order", &m)),
+        }
+    }
+    Ok(out)
+}
+
 /// What follows the manifest at the receiving end: the sender's sums
-/// (--checksum), each link's target (where the session carries links), then
-/// which files here hold the sums' content already (hashed while keepalives
-/// go out). An error is told to the sender.
+/// (--checksum), each link's target (where the session carries links), the
+/// entries' owners (--owner, --group), then which files here hold the sums'
+/// content already (hashed while keepalives go out). An error is told to
+/// the sender.
 pub fn receive_extras(
     conn: &mut Conn,
     root: &Path,
     manifest: &[FileEntry],
     checksum: bool,
     links: bool,
+    ids: Ids,
 ) -> Result<Extras> {
     let theirs = if checksum {
         let theirs = read_sums(conn, manifest.len());
@@ -210,6 +310,12 @@ pub fn receive_extras(
     let targets = if links {
         let targets = read_links(conn, manifest);
         conn.tell(targets)?
+    } else {
+        Vec::new()
+    };
+    let owners = if ids.any() {
+        let owners = read_owners(conn, manifest, ids);
+        conn.tell(owners)?
     } else {
         Vec::new()
     };
@@ -224,6 +330,7 @@ pub fn receive_extras(
     Ok(Extras {
         same,
         links: targets,
+        owners,
     })
 }
 
@@ -233,6 +340,8 @@ pub struct Extras {
     pub same: Option<Vec<Option<[u8; 32]>>>,
     /// For `RecvOptions::links`.
     pub links: Vec<Option<String>>,
+    /// For `RecvOptions::owners`.
+    pub owners: Vec<Owner>,
 }
 
 /// `--checksum`'s receiving end: for each entry, the BLAKE3 of the file
@@ -404,13 +513,25 @@ mod tests {
             delete: true,
             itemize: false,
             links: Links::Keep,
+            ids: Ids {
+                owner: false,
+                group: true,
+            },
         };
         let back = Options::from_flags(o.flags(), o.filter.clone());
         assert_eq!(
             o.flags(),
-            FLAG_UPDATE | FLAG_DRY_RUN | FLAG_DELETE | FLAG_FILTER
+            FLAG_UPDATE | FLAG_DRY_RUN | FLAG_DELETE | FLAG_FILTER | FLAG_GROUP
         );
         assert!(back.update && back.dry_run && back.delete && !back.checksum);
+        assert_eq!(back.ids, o.ids);
+        assert_eq!(
+            back.ids.of((7, 9)),
+            Owner {
+                uid: None,
+                gid: Some(9)
+            }
+        );
         assert_eq!(Options::default().flags(), 0);
         let r = o.receiving(None);
         assert_eq!(r.delete, Some(o.filter));

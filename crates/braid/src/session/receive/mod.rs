@@ -35,7 +35,7 @@ use std::time::Duration;
 use braid_wire::FileEntry;
 
 use crate::error::{Code, Error, Result};
-use crate::files::beneath::{Dir, Kind};
+use crate::files::beneath::{Dir, Kind, Owner};
 use crate::files::filter::Filter;
 use crate::files::ranges::RangeSet;
 use crate::files::treehash::{self, BlockHasher, BlockTree};
@@ -77,6 +77,9 @@ pub struct RecvOptions {
     /// Each symbolic link's target, by its place in the manifest (empty:
     /// the manifest has none).
     pub links: Vec<Option<String>>,
+    /// The ids each entry is given, by its place in the manifest (empty:
+    /// none, as this process makes them).
+    pub owners: Vec<Owner>,
 }
 
 /// rsync's ways of treating what the receiving end already has.
@@ -106,15 +109,20 @@ impl RecvOptions {
             sync: SyncOptions::default(),
             max_removals: DEFAULT_MAX_REMOVALS,
             links: Vec::new(),
+            owners: Vec::new(),
         }
     }
 }
 
 /// The permission bits a received file or directory is given: setuid and
-/// setgid never travel (a peer's 06755 file would otherwise land as a
-/// privileged program on a server that runs as root), as rsync and scp do.
-pub fn kept_mode(mode: u32) -> u32 {
-    mode & 0o1777
+/// setgid travel only with the owner and group they are about (--owner,
+/// --group, which a server allows only if started to keep owners); else a
+/// peer's 06755 file would land as a privileged program of whoever received
+/// it. rsync and scp drop them too.
+pub fn kept_mode(mode: u32, owner: Owner) -> u32 {
+    let uid = if owner.uid.is_some() { 0o4000 } else { 0 };
+    let gid = if owner.gid.is_some() { 0o2000 } else { 0 };
+    mode & (0o1777 | uid | gid)
 }
 
 /// One entry of the manifest being received. A peer chooses how many there
@@ -142,6 +150,8 @@ pub struct Incoming {
     /// A symbolic link's target: the link is made once every file is
     /// published, in place of what has its name.
     link: Option<String>,
+    /// The ids it is given (--owner, --group).
+    owner: Owner,
     /// The hash matched; the file waits for the next published batch.
     verified: bool,
     pub published: bool,
@@ -381,6 +391,7 @@ impl RecvShared {
                         .is_link()
                         .then(|| opts.links.get(i).cloned().flatten())
                         .flatten(),
+                    owner: opts.owners.get(i).copied().unwrap_or_default(),
                     verified: false,
                     published: !writes && !c.existing,
                     other_device,

@@ -116,16 +116,23 @@ impl RecvShared {
             .iter()
             .filter_map(|f| {
                 let f = f.lock().unwrap();
-                f.dir
-                    .then(|| (f.entry.path.clone(), f.entry.mode, f.entry.mtime_ns))
+                f.dir.then(|| {
+                    let e = &f.entry;
+                    (
+                        e.path.clone(),
+                        kept_mode(e.mode, f.owner),
+                        e.mtime_ns,
+                        f.owner,
+                    )
+                })
             })
             .collect();
         dirs.sort_by_key(|(d, ..)| std::cmp::Reverse(d.len()));
-        for (dir, mode, mtime) in dirs {
+        for (dir, mode, mtime, owner) in dirs {
             let set = self
                 .root
                 .dir(Path::new(&dir))
-                .and_then(|d| d.stamp(kept_mode(mode), mtime));
+                .and_then(|d| d.stamp(mode, mtime, owner));
             set.map_err(|e| Error::io(format!("setting the mode of {dir}"), e))?;
         }
         Ok(())
@@ -146,7 +153,7 @@ impl RecvShared {
             let made = (|| {
                 // A leftover of a session that stopped here is only braid's.
                 let _ = self.root.remove_file(&names.part);
-                self.root.symlink(target, &names.part)?;
+                self.root.symlink(target, &names.part, f.owner)?;
                 self.root.rename(&names.part, Path::new(&f.entry.path))
             })();
             staging::remove_if_empty(&self.root, dir);
@@ -204,7 +211,8 @@ impl RecvShared {
 impl Incoming {
     /// Gives the part file the entry's mode and mtime, through its descriptor.
     pub(super) fn stamp(&mut self, part: &File) -> Result<()> {
-        beneath::stamp(part, kept_mode(self.entry.mode), self.entry.mtime_ns)
+        let mode = kept_mode(self.entry.mode, self.owner);
+        beneath::stamp(part, mode, self.entry.mtime_ns, self.owner)
             .map_err(|e| Error::io(format!("setting the mode of {}", self.entry.path), e))?;
         self.stamped = true;
         Ok(())
