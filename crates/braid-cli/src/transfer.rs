@@ -81,7 +81,8 @@ pub struct SessionArgs {
     /// A rate limit for the whole session, in bits (200mbit, 1gbit, 100Mb/s) or bytes (50MB/s) per second.
     #[arg(long, value_parser = parse_rate)]
     limit: Option<u64>,
-    /// JSON lines on stdout: interval records and a final summary.
+    /// JSON lines on stdout: interval records, for send and get an `item` record for each
+    /// entry at the end (sent, resumed, skipped, kept), and a final summary.
     #[arg(long)]
     json: bool,
     /// Print nothing but errors: no progress, no summary.
@@ -208,8 +209,9 @@ pub struct SyncArgs {
 }
 
 impl SyncArgs {
-    /// The options, the filter's rules in the order given on the command line.
-    fn options(&self, m: Option<&clap::ArgMatches>, verbose: bool) -> Result<sync::Options> {
+    /// The options, the filter's rules in the order given on the command line;
+    /// `every_entry` (-v, --json) lists each entry at the end, as --itemize.
+    fn options(&self, m: Option<&clap::ArgMatches>, every_entry: bool) -> Result<sync::Options> {
         let at = |id: &str, n: usize| -> Vec<usize> {
             m.and_then(|m| m.indices_of(id))
                 .map(|i| i.collect())
@@ -243,7 +245,7 @@ impl SyncArgs {
             checksum: self.checksum,
             dry_run: self.dry_run,
             delete: self.delete,
-            itemize: self.itemize || verbose,
+            itemize: self.itemize || every_entry,
             links: if self.copy_links {
                 Links::Follow
             } else {
@@ -714,7 +716,7 @@ pub fn send(a: SendArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
         p.flags |= FLAG_RESUME;
     }
     let mut cfg = config(&a.s, remote.addr, p)?;
-    cfg.0.sync = a.sync.options(m, a.s.verbose)?;
+    cfg.0.sync = a.sync.options(m, a.s.verbose || a.s.json)?;
     let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
     let dest = remote.path.as_deref().unwrap_or("");
     let (root, below) = bootstrap::root_and_path(dest);
@@ -762,7 +764,7 @@ pub fn get(a: GetArgs, m: Option<&clap::ArgMatches>) -> Result<()> {
         .then(|| split[0].0.clone());
     let below: Vec<String> = split.into_iter().map(|(_, b)| b).collect();
     let mut cfg = config(&a.s, remote.addr.clone(), p)?;
-    cfg.0.sync = a.sync.options(m, a.s.verbose)?;
+    cfg.0.sync = a.sync.options(m, a.s.verbose || a.s.json)?;
     let local = PathBuf::from(local);
     let s = with_far_end(&a.s, cfg, &remote.login, root.as_deref(), |cfg, ours| {
         if !ours {

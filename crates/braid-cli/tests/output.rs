@@ -1,6 +1,7 @@
 //! What a person reads: where stderr is not a terminal, one progress line per
 //! interval and no more; with -v a line per stream at each interval and a
-//! line per entry sent; -v refused beside --json and -q. Loopback only.
+//! line per entry sent; -v refused beside --json and -q; with --json a record
+//! for every entry, skipped or sent, and for a failure. Loopback only.
 
 mod common;
 
@@ -93,6 +94,24 @@ fn with_json_a_skipped_entry_and_a_failure_are_records() {
     assert!(skipped[0]["path"].as_str().unwrap().ends_with("src/sock"));
     assert_eq!(skipped[0]["reason"], "not a regular file");
     assert!(text(&o.stderr).is_empty(), "{}", text(&o.stderr));
+    // An item record for each entry, as --itemize: the directory and the file sent.
+    let items: Vec<(String, String, u64)> = records(&o)
+        .into_iter()
+        .filter(|r| r["type"] == "item")
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_owned();
+            (s("path"), s("action"), r["bytes"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        items,
+        [
+            ("in/src".to_owned(), "dir".to_owned(), 0),
+            ("in/src/a.txt".to_owned(), "send".to_owned(), 1)
+        ],
+        "{}",
+        text(&o.stdout)
+    );
 
     let gone = d.path().join("no-such-file");
     let o = client(&["send", gone.to_str().unwrap(), &dest, "--json"], None);
