@@ -206,6 +206,10 @@ pub struct SyncArgs {
     /// --numeric-ids); as --owner, for the receiver.
     #[arg(long, short = 'g')]
     group: bool,
+    /// Keep hard links (rsync -H): a file listed under more than one name moves once, and its
+    /// other names are made at the receiver as hard links to it.
+    #[arg(long, short = 'H')]
+    hard_links: bool,
 }
 
 impl SyncArgs {
@@ -255,6 +259,7 @@ impl SyncArgs {
                 owner: self.owner,
                 group: self.group,
             },
+            hard_links: self.hard_links,
         })
     }
 }

@@ -236,3 +236,82 @@ fn owners_travel_only_where_asked_and_the_receiver_may_give_them() {
     assert_eq!(ids(&here.join("proj/tool")), (1234, 5678, 0o6755));
     assert_eq!(ids(&here.join("proj/sub")).0, 1111);
 }
+
+#[test]
+fn hard_links_move_once_and_land_as_links_with_h() {
+    use std::os::unix::fs::MetadataExt;
+    let d = tempfile::tempdir().unwrap();
+    let (root, proj) = (d.path().join("root"), d.path().join("proj"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(proj.join("sub")).unwrap();
+    let data = vec![7u8; 300_000];
+    fs::write(proj.join("a"), &data).unwrap();
+    fs::hard_link(proj.join("a"), proj.join("b")).unwrap();
+    fs::hard_link(proj.join("a"), proj.join("sub/c")).unwrap();
+    fs::write(proj.join("d"), &data).unwrap();
+    let srv = serve(&root, &[], None);
+    let p = proj.to_str().unwrap();
+    let ino = |p: &std::path::Path| fs::metadata(p).unwrap().ino();
+
+    let o = client(
+        &["send", p, &format!("{}:h/", srv.addr), "-H", "--itemize"],
+        None,
+    );
+    ok(&o);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("hardlink h/proj/b") && out.contains("hardlink h/proj/sub/c"),
+        "{out}"
+    );
+    assert!(out.contains("send   h/proj/a"), "{out}");
+    let h = root.join("h/proj");
+    assert_eq!(ino(&h.join("a")), ino(&h.join("b")));
+    assert_eq!(ino(&h.join("a")), ino(&h.join("sub/c")));
+    assert_ne!(ino(&h.join("a")), ino(&h.join("d")));
+    assert_eq!(fs::metadata(h.join("a")).unwrap().nlink(), 3);
+    assert_eq!(fs::read(h.join("sub/c")).unwrap(), data);
+    // Again: the first name is held whole, its other names are linked anew
+    // in place of what is there.
+    ok(&client(
+        &["send", p, &format!("{}:h/", srv.addr), "-H", "--resume"],
+        None,
+    ));
+    assert_eq!(ino(&h.join("a")), ino(&h.join("sub/c")));
+    assert_eq!(fs::metadata(h.join("a")).unwrap().nlink(), 3);
+    for staging in [h.join(".braid-partial"), h.join("sub/.braid-partial")] {
+        assert!(!staging.exists(), "{} left behind", staging.display());
+    }
+    let o = client(
+        &["send", p, &format!("{}:dry/", srv.addr), "-H", "--dry-run"],
+        None,
+    );
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("would hardlink dry/proj/b"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    // Without -H every name is a file of its own, as before.
+    ok(&client(&["send", p, &format!("{}:n/", srv.addr)], None));
+    let n = root.join("n/proj");
+    assert_ne!(ino(&n.join("a")), ino(&n.join("b")));
+    assert_eq!(fs::read(n.join("b")).unwrap(), data);
+
+    // A get with -H: the server lists the other names as links.
+    let here = d.path().join("here");
+    fs::create_dir(&here).unwrap();
+    ok(&client(
+        &[
+            "get",
+            &format!("{}:h/proj", srv.addr),
+            here.to_str().unwrap(),
+            "-H",
+        ],
+        None,
+    ));
+    let g = here.join("proj");
+    assert_eq!(ino(&g.join("a")), ino(&g.join("b")));
+    assert_eq!(ino(&g.join("a")), ino(&g.join("sub/c")));
+    assert_eq!(fs::read(g.join("b")).unwrap(), data);
+}

@@ -109,6 +109,10 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             }
         }
         Message::Keep { file } => w.u32(*file),
+        Message::HardLink { file, to } => {
+            w.u32(*file);
+            w.u32(*to);
+        }
         Message::Link { file, target } => {
             w.u32(*file);
             w.str(target);
@@ -338,6 +342,13 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
             Message::Link {
                 file: r.u32()?,
                 target: r.str()?,
+            }
+        }
+        24 => {
+            r.what = "hard link";
+            Message::HardLink {
+                file: r.u32()?,
+                to: r.u32()?,
             }
         }
         23 => {
@@ -662,12 +673,12 @@ mod tests {
                 value: 0x8000
             })
         );
-        open[flags_at] = 0x08;
+        open[flags_at] = 0x10;
         assert_eq!(
             decode(&open),
             Err(DecodeError::Value {
                 what: "open: flags",
-                value: 0x800
+                value: 0x1000
             })
         );
     }
@@ -770,6 +781,7 @@ mod tests {
                 proptest::collection::vec(any::<(u32, u32)>(), 0..8)
             )
                 .prop_map(|(first, ids)| Message::Owners { first, ids }),
+            (any::<u32>(), any::<u32>()).prop_map(|(file, to)| Message::HardLink { file, to }),
             (proptest::collection::vec("\\PC{0,20}", 0..6), any::<bool>())
                 .prop_map(|(paths, more)| Message::Removed { paths, more }),
         ]

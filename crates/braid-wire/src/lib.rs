@@ -31,8 +31,8 @@ pub mod seal;
 pub use codec::{cut, decode, encode, DecodeError, MAX_FRAME};
 pub use message::{
     Code, FileEntry, Kind, Message, Mode, SessionParams, FLAG_CHECKSUM, FLAG_DELETE, FLAG_DRY_RUN,
-    FLAG_FILTER, FLAG_GROUP, FLAG_LINKS, FLAG_NAME_AS_DEST, FLAG_OWNER, FLAG_RESUME, FLAG_REVERSE,
-    FLAG_UPDATE, MODE_DIR, MODE_LINK,
+    FLAG_FILTER, FLAG_GROUP, FLAG_HARD_LINKS, FLAG_LINKS, FLAG_NAME_AS_DEST, FLAG_OWNER,
+    FLAG_RESUME, FLAG_REVERSE, FLAG_UPDATE, MODE_DIR, MODE_HARD_LINK, MODE_LINK,
 };
 
 /// The protocol version this build speaks; a peer with another is refused.

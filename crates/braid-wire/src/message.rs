@@ -93,6 +93,11 @@ pub const FLAG_LINKS: u32 = 256;
 pub const FLAG_OWNER: u32 = 512;
 /// As [`FLAG_OWNER`], for the group id and the setgid bit.
 pub const FLAG_GROUP: u32 = 1024;
+/// Send/get: the manifest may hold further names of a file it lists earlier
+/// (entries of [`MODE_HARD_LINK`]), each one's first name in a `HardLink`
+/// after the manifest (and its `Link`s and `Owners`); a get's server lists
+/// them so only for a client that says so.
+pub const FLAG_HARD_LINKS: u32 = 2048;
 pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME
     | FLAG_REVERSE
     | FLAG_NAME_AS_DEST
@@ -103,7 +108,8 @@ pub(crate) const KNOWN_FLAGS: u32 = FLAG_RESUME
     | FLAG_FILTER
     | FLAG_LINKS
     | FLAG_OWNER
-    | FLAG_GROUP;
+    | FLAG_GROUP
+    | FLAG_HARD_LINKS;
 
 /// The file-type bits of [`FileEntry::mode`] that mark a directory (S_IFDIR):
 /// a directory travels as an entry of size 0, so an empty one arrives too.
@@ -123,6 +129,11 @@ pub struct FileEntry {
 /// The file-type bits of [`FileEntry::mode`] that mark a symbolic link
 /// (S_IFLNK): it travels as an entry of size 0, its target in a `Link`.
 pub const MODE_LINK: u32 = 0o120000;
+/// The file-type bits of [`FileEntry::mode`] that mark a further name of a
+/// file listed earlier (a hard link, S_IFREG: a plain file's entry carries
+/// no type bits): it travels as an entry of size 0, the file it names in a
+/// `HardLink`.
+pub const MODE_HARD_LINK: u32 = 0o100000;
 const MODE_TYPE: u32 = 0o170000;
 
 impl FileEntry {
@@ -134,9 +145,13 @@ impl FileEntry {
         self.mode & MODE_TYPE == MODE_LINK
     }
 
-    /// A file with content: neither a directory nor a link.
+    pub fn is_hard_link(&self) -> bool {
+        self.mode & MODE_TYPE == MODE_HARD_LINK
+    }
+
+    /// A file with content: neither a directory nor a link of either kind.
     pub fn is_file(&self) -> bool {
-        !self.is_dir() && !self.is_link()
+        !self.is_dir() && !self.is_link() && !self.is_hard_link()
     }
 }
 
@@ -292,6 +307,13 @@ pub enum Message {
         file: u32,
         target: String,
     },
+    /// `file`, a further name of a file of the manifest ([`FLAG_HARD_LINKS`]),
+    /// names the same file as the earlier entry `to`: one per such entry,
+    /// in order, after the manifest (and its `Sums`, `Link`s and `Owners`).
+    HardLink {
+        file: u32,
+        to: u32,
+    },
     /// The owner and group ids of the manifest's entries from `first` on, in
     /// order ([`FLAG_OWNER`], [`FLAG_GROUP`]): numbers, not names, as tar's
     /// --numeric-owner and rsync's --numeric-ids keep them.
@@ -332,6 +354,7 @@ impl Message {
             Message::Removed { .. } => 21,
             Message::Link { .. } => 22,
             Message::Owners { .. } => 23,
+            Message::HardLink { .. } => 24,
         }
     }
 }

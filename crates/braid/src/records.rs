@@ -109,7 +109,7 @@ pub struct Transfer {
 #[derive(Clone, Debug, Serialize)]
 pub struct Item {
     pub path: String,
-    /// send, resume, skip, keep, dir or remove.
+    /// send, resume, skip, keep, dir, link, hardlink or remove.
     pub action: &'static str,
     /// Bytes that would move (send, resume).
     pub bytes: u64,

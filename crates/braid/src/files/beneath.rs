@@ -220,6 +220,27 @@ impl Dir {
         Ok(())
     }
 
+    /// Makes `rel` a further name (a hard link) of the regular file `file`,
+    /// both below this directory, reached without following a link; the
+    /// name must be free. Anything but a regular file at `file` is refused.
+    pub fn hard_link(&self, file: &Path, rel: &Path) -> io::Result<()> {
+        let (from_dir, from_name) = split(file)?;
+        let from_dir = self.dir(from_dir)?;
+        let st = rfs::statat(&from_dir.fd, from_name, AtFlags::SYMLINK_NOFOLLOW)?;
+        if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a regular file", file.display()),
+            ));
+        }
+        let (parent, name) = split(rel)?;
+        let parent = self.dir(parent)?;
+        // Without AT_SYMLINK_FOLLOW: a link swapped in meanwhile is linked
+        // as itself, never followed.
+        rfs::linkat(&from_dir.fd, from_name, &parent.fd, name, AtFlags::empty())?;
+        Ok(())
+    }
+
     /// Makes the directory `rel` (its parent exists).
     pub fn create_dir(&self, rel: &Path, mode: u32) -> io::Result<()> {
         let (parent, name) = split(rel)?;

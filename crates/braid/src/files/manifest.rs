@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use braid_wire::{FileEntry, MODE_DIR, MODE_LINK};
+use braid_wire::{FileEntry, MODE_DIR, MODE_HARD_LINK, MODE_LINK};
 
 use crate::error::{Code, Error, Result};
 use crate::files::beneath::{Access, Dir, Kind, Meta};
@@ -37,6 +37,9 @@ pub struct Source {
     pub sum: Option<[u8; 32]>,
     /// Its owner's and group's ids here (sent with --owner, --group).
     pub owner: (u32, u32),
+    /// A further name of the file of this entry of the listing (-H): it
+    /// travels as a hard link to it, not as content.
+    pub hard_link: Option<u32>,
 }
 
 /// What a listing does with the symbolic links it meets below a directory.
@@ -213,6 +216,7 @@ fn dir_source(local: &Path, path: &str, meta: &Meta) -> Source {
         link: None,
         sum: None,
         owner: (meta.uid, meta.gid),
+        hard_link: None,
     }
 }
 
@@ -235,7 +239,35 @@ fn file_source(base: &Arc<Dir>, rel: &Path, local: &Path, path: &str) -> Result<
         link: None,
         sum: None,
         owner: (meta.uid, meta.gid),
+        hard_link: None,
     })
+}
+
+/// Makes each further name of a file in `sources` (the same device and
+/// inode as an earlier file of the listing) a hard link to its first: an
+/// entry of [`MODE_HARD_LINK`] and no content, as rsync -H sends one.
+/// Returns how many there are.
+pub fn mark_hard_links(sources: &mut [Source]) -> usize {
+    let mut first = std::collections::HashMap::new();
+    let mut n = 0;
+    for (i, s) in sources.iter_mut().enumerate() {
+        let Some(o) = s.origin.as_ref().filter(|_| s.entry.is_file()) else {
+            continue;
+        };
+        match first.entry((o.dev, o.ino)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i as u32);
+            }
+            std::collections::hash_map::Entry::Occupied(f) => {
+                s.hard_link = Some(*f.get());
+                s.entry.mode = MODE_HARD_LINK | (s.entry.mode & 0o7777);
+                s.entry.size = 0;
+                s.origin = None;
+                n += 1;
+            }
+        }
+    }
+    n
 }
 
 /// The file at the canonical path `real` (named `local` here, `path` in the

@@ -23,12 +23,13 @@
 //!   C -> S  Filter {rules}                     send, get with FLAG_FILTER (--exclude/--include)
 //!   send:  C -> S Manifest* (the files, 1 MiB frames), Sums* (FLAG_CHECKSUM),
 //!                 Link (one per link of the manifest, FLAG_LINKS),
-//!                 Owners* (FLAG_OWNER or FLAG_GROUP: each entry's ids, in order)
+//!                 Owners* (FLAG_OWNER or FLAG_GROUP: each entry's ids, in order),
+//!                 HardLink (one per hard link of the manifest, FLAG_HARD_LINKS)
 //!          S -> C Accepted {session}
 //!          S -> C Ranges or Keep (one per file: what it holds already, or that it keeps its own)
 //!          with FLAG_DRY_RUN: S -> C Removed* (FLAG_DELETE), Close {0}; the session ends
 //!   get:   C -> S Manifest* (the names wanted)          S -> C Accepted {session}
-//!          S -> C Manifest* (the files), Sums*, Link, Owners*
+//!          S -> C Manifest* (the files), Sums*, Link, Owners*, HardLink
 //!                                                       C -> S Ranges or Keep (one per file)
 //!          with FLAG_DRY_RUN: S -> C Close {0}; the session ends
 //!   bench: S -> C Accepted {session}

@@ -317,6 +317,9 @@ fn rename_top(files: &mut [FileEntry], from: &str, to: &str) {
 /// `braid send`: files and directories to `dest` below the server's root.
 pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     let (mut files, skipped) = manifest::list(sources, dest, &cfg.sync.filter, cfg.sync.links)?;
+    if cfg.sync.hard_links {
+        manifest::mark_hard_links(&mut files);
+    }
     for s in &skipped {
         match cfg.output {
             Output::Json => crate::records::print(s),
@@ -349,6 +352,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     }
     sync::send_links(&mut o.ctrl, &files)?;
     sync::send_owners(&mut o.ctrl, &files, cfg.sync.ids)?;
+    sync::send_hard_links(&mut o.ctrl, &files)?;
     let (session, _) = accepted(&mut o.ctrl, cfg)?;
     // A receiver holds at most a range per block it could have written.
     let answers = engine::read_answers(
@@ -436,7 +440,7 @@ fn tally(entries: &[FileEntry], answers: &[Answer]) -> Transfer {
             Would::Resume(_) => t.resumed += 1,
             Would::Skip => t.skipped += 1,
             Would::Keep => t.kept += 1,
-            Would::Dir | Would::Link => {}
+            Would::Dir | Would::Link | Would::HardLink => {}
         }
     }
     t
@@ -571,20 +575,14 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     if let Some((from, to)) = rename {
         rename_top(&mut files, &from, &to);
     }
-    let extras = sync::receive_extras(
-        &mut o.ctrl,
-        local,
-        &files,
-        cfg.sync.checksum,
-        carries_links,
-        cfg.sync.ids,
-    )?;
+    let extras = sync::receive_extras(&mut o.ctrl, local, &files, &cfg.sync, carries_links)?;
     let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let opts = RecvOptions {
         sync: cfg.sync.receiving(extras.same),
         links: extras.links,
         owners: extras.owners,
+        hard_links: extras.hard_links,
         ..RecvOptions::new(
             cfg.params.flags & FLAG_RESUME != 0,
             cfg.params.block_size,

@@ -700,9 +700,8 @@ fn run_session(
                 &mut conn,
                 &cfg.root,
                 &manifest,
-                asked.checksum,
+                &asked,
                 p.flags & FLAG_LINKS != 0,
-                asked.ids,
             )?;
             let opts = RecvOptions {
                 max_blocks: cfg.limits.blocks,
@@ -711,6 +710,7 @@ fn run_session(
                 max_removals: cfg.limits.manifest.files,
                 links: extras.links,
                 owners: extras.owners,
+                hard_links: extras.hard_links,
                 ..RecvOptions::new(
                     p.flags & FLAG_RESUME != 0,
                     p.block_size,
@@ -743,6 +743,9 @@ fn run_session(
                 &asked.filter,
                 asked.links,
             ))?;
+            if asked.hard_links {
+                manifest::mark_hard_links(&mut sources);
+            }
             if sources.len() > cfg.limits.manifest.files {
                 return conn.tell(Err(Error::refused(
                     Code::TooLarge,
@@ -782,6 +785,7 @@ fn run_session(
             }
             sync::send_links(&mut conn, &sources)?;
             sync::send_owners(&mut conn, &sources, asked.ids)?;
+            sync::send_hard_links(&mut conn, &sources)?;
             let answers = engine::read_answers(&mut conn, sources.len(), cfg.limits.blocks);
             let answers = conn.tell(answers)?;
             if asked.dry_run {

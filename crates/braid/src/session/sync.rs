@@ -1,6 +1,6 @@
 //! rsync's ways of treating what the receiving end already has, as a send
 //! or get asks for them: `--exclude`/`--include` (a `Filter`), `--update`,
-//! `--checksum`, `--dry-run`, `--delete`, `--owner` and `--group`. Here: the options and their
+//! `--checksum`, `--dry-run`, `--delete`, `--owner`, `--group` and `-H`. Here: the options and their
 //! flags, the `Filter`, `Sums`, `Owners` and `Removed` frames, the content
 //! comparison `--checksum` makes, and what a dry run says it would do.
 
@@ -9,7 +9,7 @@ use std::path::Path;
 
 use braid_wire::{
     FileEntry, Message, FLAG_CHECKSUM, FLAG_DELETE, FLAG_DRY_RUN, FLAG_FILTER, FLAG_GROUP,
-    FLAG_LINKS, FLAG_OWNER, FLAG_UPDATE,
+    FLAG_HARD_LINKS, FLAG_LINKS, FLAG_OWNER, FLAG_UPDATE,
 };
 
 use crate::error::{Code, Error, Result};
@@ -43,6 +43,8 @@ pub struct Options {
     pub links: Links,
     /// Which ids the receiver gives each entry (--owner, --group).
     pub ids: Ids,
+    /// Further names of a file travel as hard links to its first (-H).
+    pub hard_links: bool,
 }
 
 /// Which of an entry's ids a session keeps: its owner (--owner), its group
@@ -101,6 +103,7 @@ impl Options {
             (!self.filter.is_empty(), FLAG_FILTER),
             (self.ids.owner, FLAG_OWNER),
             (self.ids.group, FLAG_GROUP),
+            (self.hard_links, FLAG_HARD_LINKS),
         ]
         .into_iter()
         .filter(|(on, _)| *on)
@@ -125,6 +128,7 @@ impl Options {
                 owner: flags & FLAG_OWNER != 0,
                 group: flags & FLAG_GROUP != 0,
             },
+            hard_links: flags & FLAG_HARD_LINKS != 0,
         }
     }
 
@@ -194,6 +198,48 @@ fn read_links(conn: &mut Conn, manifest: &[FileEntry]) -> Result<Vec<Option<Stri
                 out[i] = Some(target);
             }
             m => return Err(unexpected("the manifest's links, in order", &m)),
+        }
+    }
+    Ok(out)
+}
+
+/// Sends, for each further name of a file (-H), the entry of its first.
+pub fn send_hard_links(conn: &mut Conn, sources: &[Source]) -> Result<()> {
+    for (i, s) in sources.iter().enumerate() {
+        if let Some(to) = s.hard_link {
+            conn.send_or_reason(&Message::HardLink { file: i as u32, to })?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads, for each hard link of `manifest` in order, the path of the file
+/// it names: an earlier entry of the manifest, and a file with content
+/// (not a directory, nor a link of either kind); anything else is refused.
+fn read_hard_links(conn: &mut Conn, manifest: &[FileEntry]) -> Result<Vec<Option<String>>> {
+    let mut out = vec![None; manifest.len()];
+    for (i, e) in manifest
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.is_hard_link())
+    {
+        match conn.recv()? {
+            Message::HardLink { file, to } if file as usize == i => {
+                match manifest.get(to as usize) {
+                    Some(t) if (to as usize) < i && t.is_file() => out[i] = Some(t.path.clone()),
+                    _ => {
+                        return Err(Error::refused(
+                            Code::BadRequest,
+                            format!(
+                                "{} is a hard link to entry {to}, which is not a file listed \
+                                 before it",
+                                e.path
+                            ),
+                        ))
+                    }
+                }
+            }
+            m => return Err(unexpected("the manifest's hard links, in order", &m)),
         }
     }
     Ok(out)
@@ -290,17 +336,17 @@ fn read_owners(conn: &mut Conn, manifest: &[FileEntry], ids: Ids) -> Result<Vec<
 
 /// What follows the manifest at the receiving end: the sender's sums
 /// (--checksum), each link's target (where the session carries links), the
-/// entries' owners (--owner, --group), then which files here hold the sums'
-/// content already (hashed while keepalives go out). An error is told to
-/// the sender.
+/// entries' owners (--owner, --group), each hard link's file (-H), then
+/// which files here hold the sums' content already (hashed while
+/// keepalives go out). An error is told to the sender.
 pub fn receive_extras(
     conn: &mut Conn,
     root: &Path,
     manifest: &[FileEntry],
-    checksum: bool,
+    asked: &Options,
     links: bool,
-    ids: Ids,
 ) -> Result<Extras> {
+    let (checksum, ids) = (asked.checksum, asked.ids);
     let theirs = if checksum {
         let theirs = read_sums(conn, manifest.len());
         Some(conn.tell(theirs)?)
@@ -319,6 +365,12 @@ pub fn receive_extras(
     } else {
         Vec::new()
     };
+    let hard_links = if asked.hard_links {
+        let hard = read_hard_links(conn, manifest);
+        conn.tell(hard)?
+    } else {
+        Vec::new()
+    };
     let same = match theirs {
         Some(theirs) => {
             let w = &mut conn.w;
@@ -331,6 +383,7 @@ pub fn receive_extras(
         same,
         links: targets,
         owners,
+        hard_links,
     })
 }
 
@@ -342,6 +395,8 @@ pub struct Extras {
     pub links: Vec<Option<String>>,
     /// For `RecvOptions::owners`.
     pub owners: Vec<Owner>,
+    /// For `RecvOptions::hard_links`.
+    pub hard_links: Vec<Option<String>>,
 }
 
 /// `--checksum`'s receiving end: for each entry, the BLAKE3 of the file
@@ -469,6 +524,8 @@ pub enum Would {
     Dir,
     /// A symbolic link (made, or put in place of what is there).
     Link,
+    /// A further name of a file of the session (-H): linked to it.
+    HardLink,
 }
 
 impl Would {
@@ -477,6 +534,7 @@ impl Would {
         match a {
             _ if e.is_dir() => Would::Dir,
             _ if e.is_link() => Would::Link,
+            _ if e.is_hard_link() => Would::HardLink,
             Answer::Keeps => Would::Keep,
             Answer::Holds(h) if e.size > 0 && h.is_complete(e.size) => Would::Skip,
             Answer::Holds(h) if h.covered() > 0 => Would::Resume(h.covered().min(e.size)),
@@ -493,6 +551,7 @@ impl Would {
             Would::Keep => "keep",
             Would::Dir => "dir",
             Would::Link => "link",
+            Would::HardLink => "hardlink",
         }
     }
 }
@@ -517,12 +576,14 @@ mod tests {
                 owner: false,
                 group: true,
             },
+            hard_links: true,
         };
         let back = Options::from_flags(o.flags(), o.filter.clone());
         assert_eq!(
             o.flags(),
-            FLAG_UPDATE | FLAG_DRY_RUN | FLAG_DELETE | FLAG_FILTER | FLAG_GROUP
+            FLAG_UPDATE | FLAG_DRY_RUN | FLAG_DELETE | FLAG_FILTER | FLAG_GROUP | FLAG_HARD_LINKS
         );
+        assert!(back.hard_links);
         assert!(back.update && back.dry_run && back.delete && !back.checksum);
         assert_eq!(back.ids, o.ids);
         assert_eq!(

@@ -80,6 +80,9 @@ pub struct RecvOptions {
     /// The ids each entry is given, by its place in the manifest (empty:
     /// none, as this process makes them).
     pub owners: Vec<Owner>,
+    /// The path of the file each hard link names, by its place in the
+    /// manifest (empty: the manifest has none).
+    pub hard_links: Vec<Option<String>>,
 }
 
 /// rsync's ways of treating what the receiving end already has.
@@ -110,6 +113,7 @@ impl RecvOptions {
             max_removals: DEFAULT_MAX_REMOVALS,
             links: Vec::new(),
             owners: Vec::new(),
+            hard_links: Vec::new(),
         }
     }
 }
@@ -152,6 +156,9 @@ pub struct Incoming {
     link: Option<String>,
     /// The ids it is given (--owner, --group).
     owner: Owner,
+    /// A hard link's file (its path in the manifest): linked once every
+    /// file is published, in place of what has its name.
+    hard_link: Option<String>,
     /// The hash matched; the file waits for the next published batch.
     verified: bool,
     pub published: bool,
@@ -240,12 +247,19 @@ impl RecvShared {
                 checked.push(c);
                 continue;
             }
-            if e.is_link() {
-                if e.size != 0 || opts.links.get(i).is_none_or(|t| t.is_none()) {
+            // A link of either kind has no content and names what the
+            // frames after the manifest gave; it never replaces a directory.
+            if e.is_link() || e.is_hard_link() {
+                let (kind, names, given) = if e.is_link() {
+                    ("link", "target", &opts.links)
+                } else {
+                    ("hard link", "file", &opts.hard_links)
+                };
+                if e.size != 0 || given.get(i).is_none_or(|t| t.is_none()) {
                     return Err(Error::refused(
                         Code::BadRequest,
                         format!(
-                            "{} is a link, but with content or without its target",
+                            "{} is a {kind}, but with content or without its {names}",
                             e.path
                         ),
                     ));
@@ -253,7 +267,7 @@ impl RecvShared {
                 if let Ok(Some(m)) = root.meta(&rel) {
                     if m.kind == Kind::Dir {
                         return Err(forbidden(format!(
-                            "{} exists and is a directory; a link cannot take its place",
+                            "{} exists and is a directory; a {kind} cannot take its place",
                             root.shown(&rel).display()
                         )));
                     }
@@ -392,6 +406,10 @@ impl RecvShared {
                         .then(|| opts.links.get(i).cloned().flatten())
                         .flatten(),
                     owner: opts.owners.get(i).copied().unwrap_or_default(),
+                    hard_link: e
+                        .is_hard_link()
+                        .then(|| opts.hard_links.get(i).cloned().flatten())
+                        .flatten(),
                     verified: false,
                     published: !writes && !c.existing,
                     other_device,
@@ -1063,6 +1081,33 @@ mod tests {
             "no directory made: {:?}",
             tree(root.path())
         );
+    }
+
+    #[test]
+    fn a_hard_link_needs_its_file_and_never_takes_a_directorys_place() {
+        let root = tempfile::tempdir().unwrap();
+        let link = FileEntry {
+            mode: braid_wire::MODE_HARD_LINK | 0o640,
+            ..entry("b", b"")
+        };
+        let m = [entry("a", b"x"), link];
+        let e = open(root.path(), &m, &opts(false)).err().unwrap();
+        assert!(e.to_string().contains("b is a hard link"), "{e}");
+        let with = RecvOptions {
+            hard_links: vec![None, Some("a".into())],
+            ..opts(false)
+        };
+        fs::create_dir(root.path().join("b")).unwrap();
+        let e = open(root.path(), &m, &with).err().unwrap();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        fs::remove_dir(root.path().join("b")).unwrap();
+        let s = open(root.path(), &m, &with).unwrap();
+        s.write(0, 0, b"x").unwrap();
+        publish_one(&s, 0, b"x");
+        s.finish().unwrap();
+        let ino = |n: &str| fs::metadata(root.path().join(n)).unwrap().ino();
+        assert_eq!(ino("a"), ino("b"));
+        assert_eq!(tree(root.path()), ["a", "b"]);
     }
 
     #[test]

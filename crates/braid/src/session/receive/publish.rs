@@ -138,13 +138,26 @@ impl RecvShared {
         Ok(())
     }
 
-    /// Makes each symbolic link of the manifest: in the staging directory
-    /// beside its destination, then renamed into place, so the name holds
-    /// the file that was there or the link, never nothing.
+    /// Makes each link of the manifest, symbolic or hard (to a file of the
+    /// session, published by now): in the staging directory beside its
+    /// destination, then renamed into place, so the name holds the file that
+    /// was there or the link, never nothing.
     fn make_links(&self) -> Result<()> {
         for f in &self.files {
             let f = f.lock().unwrap();
-            let Some(target) = &f.link else { continue };
+            if f.link.is_none() && f.hard_link.is_none() {
+                continue;
+            }
+            if let Some(file) = &f.hard_link {
+                // Already a name of that file (a session before this one made
+                // it): renaming a link over another name of its own file does
+                // nothing, and would leave the staged name behind.
+                let id = |p: &Path| self.root.meta(p).ok().flatten().map(|m| (m.dev, m.ino));
+                let here = id(Path::new(&f.entry.path));
+                if here.is_some() && here == id(Path::new(file)) {
+                    continue;
+                }
+            }
             let names = f.names();
             let dir = Path::new(&f.entry.path)
                 .parent()
@@ -153,7 +166,11 @@ impl RecvShared {
             let made = (|| {
                 // A leftover of a session that stopped here is only braid's.
                 let _ = self.root.remove_file(&names.part);
-                self.root.symlink(target, &names.part, f.owner)?;
+                match (&f.link, &f.hard_link) {
+                    (Some(target), _) => self.root.symlink(target, &names.part, f.owner)?,
+                    (None, Some(file)) => self.root.hard_link(Path::new(file), &names.part)?,
+                    (None, None) => unreachable!("passed over above"),
+                }
                 self.root.rename(&names.part, Path::new(&f.entry.path))
             })();
             staging::remove_if_empty(&self.root, dir);
