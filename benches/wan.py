@@ -19,13 +19,14 @@ them, and their rate over the --quiet seconds before the copy and during it
 Hacker 2004 calls appropriation, with the flows' own rate just before as
 the baseline. One flow's fair share of the path is a sixth of it.
 
-The tools, each with as many TCP connections as the others where it has
-the knob, all with the system's default congestion control (CUBIC) but
-auto's: braid --mode auto -n 9 (its own TCP-P streams, steered: all nine
-on an idle path, one flow's share on a busy one), braid --mode parallel -n
-8, braid --mode single, globus-url-copy -p 8 and -p 1 (GridFTP's parallel
-streams in extended block mode), xrdcp --streams 8 (XRootD), rsync to its
-daemon.
+The tools, all with the system's default congestion control (CUBIC): braid
+as a user runs it (no options: --mode auto, as many streams as the path
+rewards while idle, one flow's share while busy), braid --mode parallel -n
+16, braid --mode single, globus-url-copy -p 16, -p 8 and -p 1 (GridFTP's
+parallel streams in extended block mode), xrdcp --streams 8 (XRootD),
+rsync to its daemon. --path and --reverse give another path (a long fat
+one: `--path "rate 500mbit delay 66ms limit 4167 loss random 0.001%"`,
+100 ms with the reverse 34 ms).
 Needs root, the controls installed for auto (`braid cc install`), and the
 Debian packages `make setup` installs.
 """
@@ -54,9 +55,10 @@ REVERSE = "delay 34ms"
 IPERF_PORT = 5201
 
 PEERS = [
-    Peer("braid", 9, Method("auto", 9)),
-    Peer("braid", 8, Method("parallel", 8)),
+    Peer("braid", 32, Method("auto", None, default=True)),
+    Peer("braid", 16, Method("parallel", 16)),
     Peer("braid", 1, Method("single", 1)),
+    Peer("gridftp", 16),
     Peer("gridftp", 8),
     Peer("gridftp", 1),
     Peer("xrootd", 8),
@@ -99,6 +101,7 @@ def main() -> None:
     ap.add_argument("--quiet", type=float, default=15.0,
                     help="--busy: seconds the flows run alone before each copy (default 15)")
     ap.add_argument("--path", default=FORWARD, help=f"braid-link's forward spec (default: {FORWARD!r})")
+    ap.add_argument("--reverse", default=REVERSE, help=f"the reverse direction's spec (default: {REVERSE!r})")
     ap.add_argument("--only", default="", help="comma-separated kinds to keep (braid,gridftp,xrootd,rsync)")
     ap.add_argument("--dir", type=Path, default=None, help="where the files go (default: a new dir in /var/tmp)")
     a = ap.parse_args()
@@ -125,9 +128,9 @@ def main() -> None:
         src = work / "src.bin"
         make_file(src, a.size)
         want = peers.digest(src)
-        print(f"file: {a.size / 2**20:.0f} MiB on {work}; path: {a.path}"
+        print(f"file: {a.size / 2**20:.0f} MiB on {work}; path: {a.path}; reverse: {a.reverse}"
               f"{'; beside 5 Reno flows' if a.busy else ''}")
-        with Dumbbell(a.path, REVERSE, pairs=2 if a.busy else 1, tag="wan", run_dir=work / "testbed") as db:
+        with Dumbbell(a.path, a.reverse, pairs=2 if a.busy else 1, tag="wan", run_dir=work / "testbed") as db:
             snd, rcv = db.senders[0], db.receivers[0]
             token = engine.token_file(work)
             # One server of each kind: the client asks for the mode and the streams.

@@ -76,6 +76,8 @@ class Peer:
     def name(self) -> str:
         if self.kind == "braid":
             m = self.method
+            if m.default:
+                return "braid send (no options)"
             n = "" if m.mode == "single" else f" -n {m.streams}"
             return f"braid --mode {m.mode}{n}"
         return {"gridftp": f"globus-url-copy -p {self.streams}", "xrootd": f"xrdcp --streams {self.streams}",
