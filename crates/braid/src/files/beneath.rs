@@ -227,7 +227,7 @@ impl Dir {
         let (from_dir, from_name) = split(file)?;
         let from_dir = self.dir(from_dir)?;
         let st = rfs::statat(&from_dir.fd, from_name, AtFlags::SYMLINK_NOFOLLOW)?;
-        if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+        if Meta::of(&st).kind != Kind::File {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{} is not a regular file", file.display()),

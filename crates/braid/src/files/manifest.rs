@@ -246,10 +246,8 @@ fn file_source(base: &Arc<Dir>, rel: &Path, local: &Path, path: &str) -> Result<
 /// Makes each further name of a file in `sources` (the same device and
 /// inode as an earlier file of the listing) a hard link to its first: an
 /// entry of [`MODE_HARD_LINK`] and no content, as rsync -H sends one.
-/// Returns how many there are.
-pub fn mark_hard_links(sources: &mut [Source]) -> usize {
+pub fn mark_hard_links(sources: &mut [Source]) {
     let mut first = std::collections::HashMap::new();
-    let mut n = 0;
     for (i, s) in sources.iter_mut().enumerate() {
         let Some(o) = s.origin.as_ref().filter(|_| s.entry.is_file()) else {
             continue;
@@ -263,11 +261,9 @@ pub fn mark_hard_links(sources: &mut [Source]) -> usize {
                 s.entry.mode = MODE_HARD_LINK | (s.entry.mode & 0o7777);
                 s.entry.size = 0;
                 s.origin = None;
-                n += 1;
             }
         }
     }
-    n
 }
 
 /// The file at the canonical path `real` (named `local` here, `path` in the

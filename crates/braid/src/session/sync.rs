@@ -245,8 +245,50 @@ fn read_hard_links(conn: &mut Conn, manifest: &[FileEntry]) -> Result<Vec<Option
     Ok(out)
 }
 
-/// Hashes per `Sums` frame: 32 KiB of hashes, far below a frame's limit.
-const SUMS_CHUNK: usize = 1024;
+/// Entries per `Sums` or `Owners` frame: 32 KiB of hashes, 8 KiB of ids,
+/// far below a frame's limit.
+const PER_FRAME: usize = 1024;
+
+/// Sends one value per manifest entry, in order, as frames of `PER_FRAME`
+/// values, each made by `frame` from its first entry's index.
+fn send_per_entry<T: Clone>(
+    conn: &mut Conn,
+    all: &[T],
+    frame: impl Fn(u32, Vec<T>) -> Message,
+) -> Result<()> {
+    for (i, chunk) in all.chunks(PER_FRAME).enumerate() {
+        conn.send_or_reason(&frame((i * PER_FRAME) as u32, chunk.to_vec()))?;
+    }
+    Ok(())
+}
+
+/// Reads one value per entry of a manifest of `n` entries from frames that
+/// `take` opens (their first entry's index and values; any other message is
+/// given back and refused as not `what`), each starting where the last ended.
+fn read_per_entry<T>(
+    conn: &mut Conn,
+    n: usize,
+    what: &str,
+    take: impl Fn(Message) -> std::result::Result<(u32, Vec<T>), Message>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::with_capacity(n.min(1 << 20));
+    while out.len() < n {
+        match take(conn.recv()?) {
+            Ok((first, got)) if first as usize == out.len() && out.len() + got.len() <= n => {
+                out.extend(got)
+            }
+            Ok((first, _)) => {
+                let m = format!(
+                    "a frame from entry {first} where entry {} was due",
+                    out.len()
+                );
+                return Err(Error::Protocol(format!("expected {what}, got {m}")));
+            }
+            Err(m) => return Err(unexpected(what, &m)),
+        }
+    }
+    Ok(out)
+}
 
 /// `--checksum`'s sending end: every file's BLAKE3 before the transfer (as
 /// rsync's --checksum reads every file first), kept in its `Source`; `tick`
@@ -264,33 +306,16 @@ pub fn sums(sources: &mut [Source], tick: &mut dyn FnMut() -> Result<()>) -> Res
 /// Sends the sums as `Sums` frames (a directory's or a link's: zeros).
 pub fn send_sums(conn: &mut Conn, sources: &[Source]) -> Result<()> {
     let sums: Vec<[u8; 32]> = sources.iter().map(|s| s.sum.unwrap_or([0; 32])).collect();
-    for (i, chunk) in sums.chunks(SUMS_CHUNK).enumerate() {
-        conn.send_or_reason(&Message::Sums {
-            first: (i * SUMS_CHUNK) as u32,
-            hashes: chunk.to_vec(),
-        })?;
-    }
-    Ok(())
+    send_per_entry(conn, &sums, |first, hashes| Message::Sums { first, hashes })
 }
 
 /// Reads the sender's sums of a manifest of `n` entries, in order.
 fn read_sums(conn: &mut Conn, n: usize) -> Result<Vec<[u8; 32]>> {
-    let mut out = Vec::with_capacity(n.min(1 << 20));
-    while out.len() < n {
-        match conn.recv()? {
-            Message::Sums { first, hashes }
-                if first as usize == out.len() && out.len() + hashes.len() <= n =>
-            {
-                out.extend(hashes)
-            }
-            m => return Err(unexpected("the sender's sums, in order", &m)),
-        }
-    }
-    Ok(out)
+    read_per_entry(conn, n, "the sender's sums, in order", |m| match m {
+        Message::Sums { first, hashes } => Ok((first, hashes)),
+        m => Err(m),
+    })
 }
-
-/// Ids per `Owners` frame: 8 KiB, as `Sums` frames are sized.
-const OWNERS_CHUNK: usize = 1024;
 
 /// Sends each entry's owner and group as `Owners` frames (--owner, --group).
 pub fn send_owners(conn: &mut Conn, sources: &[Source], ids: Ids) -> Result<()> {
@@ -298,40 +323,35 @@ pub fn send_owners(conn: &mut Conn, sources: &[Source], ids: Ids) -> Result<()> 
         return Ok(());
     }
     let all: Vec<(u32, u32)> = sources.iter().map(|s| s.owner).collect();
-    for (i, chunk) in all.chunks(OWNERS_CHUNK).enumerate() {
-        conn.send_or_reason(&Message::Owners {
-            first: (i * OWNERS_CHUNK) as u32,
-            ids: chunk.to_vec(),
-        })?;
-    }
-    Ok(())
+    send_per_entry(conn, &all, |first, ids| Message::Owners { first, ids })
 }
 
 /// Reads the sender's ids of a manifest of `n` entries, in order, as the
 /// ids this end gives them; an id of -1 (which chown reads as "leave it")
 /// is refused.
 fn read_owners(conn: &mut Conn, manifest: &[FileEntry], ids: Ids) -> Result<Vec<Owner>> {
-    let n = manifest.len();
-    let mut out = Vec::with_capacity(n.min(1 << 20));
-    while out.len() < n {
-        match conn.recv()? {
-            Message::Owners { first, ids: got }
-                if first as usize == out.len() && out.len() + got.len() <= n =>
-            {
-                for pair in got {
-                    if pair.0 == u32::MAX || pair.1 == u32::MAX {
-                        return Err(Error::refused(
-                            Code::BadRequest,
-                            format!("{} has an owner or group of -1", manifest[out.len()].path),
-                        ));
-                    }
-                    out.push(ids.of(pair));
-                }
+    let pairs = read_per_entry(
+        conn,
+        manifest.len(),
+        "the sender's owners, in order",
+        |m| match m {
+            Message::Owners { first, ids } => Ok((first, ids)),
+            m => Err(m),
+        },
+    )?;
+    pairs
+        .into_iter()
+        .zip(manifest)
+        .map(|(pair, e)| {
+            if pair.0 == u32::MAX || pair.1 == u32::MAX {
+                return Err(Error::refused(
+                    Code::BadRequest,
+                    format!("{} has an owner or group of -1", e.path),
+                ));
             }
-            m => return Err(unexpected("the sender's owners, in order", &m)),
-        }
-    }
-    Ok(out)
+            Ok(ids.of(pair))
+        })
+        .collect()
 }
 
 /// What follows the manifest at the receiving end: the sender's sums
