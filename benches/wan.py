@@ -66,6 +66,19 @@ PEERS = [
 ]
 
 
+def kept(peer: Peer, wanted: str) -> bool:
+    """Whether --only's item `wanted` names `peer`: its kind, or kind:mode
+    (braid) or kind:streams."""
+    kind, _, form = wanted.partition(":")
+    if kind != peer.kind:
+        return False
+    if not form:
+        return True
+    if peer.method is not None:
+        return form == peer.method.mode
+    return form == str(peer.streams)
+
+
 def size_arg(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     t = text.strip().upper().removesuffix("B").removesuffix("I")
@@ -100,9 +113,13 @@ def main() -> None:
     ap.add_argument("--busy", action="store_true", help="5 Reno flows share the bottleneck throughout")
     ap.add_argument("--quiet", type=float, default=15.0,
                     help="--busy: seconds the flows run alone before each copy (default 15)")
-    ap.add_argument("--path", default=FORWARD, help=f"braid-link's forward spec (default: {FORWARD!r})")
-    ap.add_argument("--reverse", default=REVERSE, help=f"the reverse direction's spec (default: {REVERSE!r})")
-    ap.add_argument("--only", default="", help="comma-separated kinds to keep (braid,gridftp,xrootd,rsync)")
+    ap.add_argument("--path", default=FORWARD, help=f"braid-link's forward spec (default: {FORWARD!r})".replace("%", "%%"))
+    ap.add_argument("--reverse", default=REVERSE, help=f"the reverse direction's spec (default: {REVERSE!r})".replace("%", "%%"))
+    ap.add_argument("--only", default="",
+                    help="comma-separated tools to keep: a kind (braid, gridftp, xrootd, rsync), or one "
+                         "form of it as kind:mode for braid (braid:auto) or kind:streams (gridftp:16)")
+    ap.add_argument("--logs", type=Path, default=None,
+                    help="a directory for each copy's client output (braid's --json records), one file a copy")
     ap.add_argument("--dir", type=Path, default=None, help="where the files go (default: a new dir in /var/tmp)")
     a = ap.parse_args()
     # Ctrl-C or SIGTERM unwinds: servers, namespaces and the work directory go.
@@ -111,7 +128,7 @@ def main() -> None:
         sys.exit("bench-wan: --runs must be at least 1")
     if os.geteuid() != 0:
         sys.exit("bench-wan: needs root (network namespaces)")
-    chosen = [p for p in PEERS if not a.only or p.kind in a.only.split(",")]
+    chosen = [p for p in PEERS if not a.only or any(kept(p, w) for w in a.only.split(","))]
     if not chosen:
         sys.exit(f"bench-wan: --only {a.only!r} keeps no tool")
     lacking = peers.missing(chosen)
@@ -161,7 +178,12 @@ def main() -> None:
                         time.sleep(a.quiet)
                         row["alone_mbps"] = (rx_bytes(db.receivers[1]) - before) * 8 / a.quiet / 1e6
                         before = rx_bytes(db.receivers[1])
-                    copied = peers.timed_copy(server, snd, src, timeout)
+                    log = None
+                    if a.logs is not None:
+                        a.logs.mkdir(parents=True, exist_ok=True)
+                        slug = p.name.replace(" ", "_").replace("(", "").replace(")", "")
+                        log = a.logs / f"run{r + 1}-{slug}.log"
+                    copied = peers.timed_copy(server, snd, src, timeout, log=log)
                     secs = copied.seconds
                     if flows:
                         row["beside_mbps"] = (rx_bytes(db.receivers[1]) - before) * 8 / secs / 1e6

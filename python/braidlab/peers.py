@@ -188,14 +188,15 @@ def listens(host, port: int) -> bool:
     return bool(host.ns.run("ss", "-Hltn", f"sport = :{port}", check=False).strip())
 
 
-def copy_argv(server: Server, src: Path) -> list[str]:
-    """The client's command line that copies `src` into the server's root, under its own name."""
+def copy_argv(server: Server, src: Path, records: bool = False) -> list[str]:
+    """The client's command line that copies `src` into the server's root, under its own name
+    (`records`: braid prints its --json records)."""
     p, a = server.peer, server.addr
     dest = server.copy_of(src)
     if p.kind == "braid":
         # A destination is a directory to braid, as to rsync with a trailing slash.
         return engine.client_argv("send", str(src), f"{a}:{server.port}:.", token=server.token,
-                                  method=p.method, json_lines=False)
+                                  method=p.method, json_lines=records)
     if p.kind == "gridftp":
         # -fast keeps data channels open between files (one file here: no cost); mode E with -p.
         return ["globus-url-copy", "-p", str(p.streams), "-fast", f"file://{src}", f"ftp://{a}:{server.port}{dest}"]
@@ -214,11 +215,12 @@ class Copied:
     connections: int
 
 
-def timed_copy(server: Server, host, src: Path, timeout: float) -> Copied:
+def timed_copy(server: Server, host, src: Path, timeout: float, log: Path | None = None) -> Copied:
     """Copies `src` into the server's root from `host` (a dumbbell Host), every tool
     paying for durable data with a sync after it, while the server's side counts the
-    connections the copy opened (each tool's parallel streams, checked, not assumed)."""
-    argv = copy_argv(server, src)
+    connections the copy opened (each tool's parallel streams, checked, not assumed).
+    With `log`, what the client printed goes there (braid's --json records), whatever the end."""
+    argv = copy_argv(server, src, records=log is not None)
     subprocess.run(["sync"], check=True)
     peak, done = [0], threading.Event()
 
@@ -232,6 +234,7 @@ def timed_copy(server: Server, host, src: Path, timeout: float) -> Copied:
     watcher.start()
     # Started as the testbed starts its tools: it dies with this process, however that ends.
     client = host.ns.popen(argv)
+    out = err = ""
     try:
         out, err = client.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -240,6 +243,8 @@ def timed_copy(server: Server, host, src: Path, timeout: float) -> Copied:
     finally:
         done.set()
         watcher.join()
+        if log is not None:
+            log.write_text(f"$ {' '.join(argv)}\n{out or ''}{err or ''}")
     if client.returncode != 0:
         raise PeerError(f"{server.peer.name} exited {client.returncode}: {(err or out).strip()[-800:]}")
     subprocess.run(["sync"], check=True)

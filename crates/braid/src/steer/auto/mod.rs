@@ -40,16 +40,23 @@
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else, from `Grow` after a doubling that paid: the new streams' slow start | `Grow`, doubled |
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin a tick) while none does, never more than a margin above what the group moves | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
-//! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin a tick) while none does, to a margin above what the group moves at most and never down | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
+//! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs): the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
 //! far below what the path gives is clear of its own noise 95 % of the
 //! time), within 5..25 %.
+//!
+//! The group's cap is shared among the streams that have data in flight,
+//! and what one of them does not use goes to the others (`share`): at a
+//! transfer's end the last blocks are on a few streams, and those few may
+//! move the whole cap; a stream whose loss halved its window leaves its
+//! room to the rest.
 
 pub mod path;
+pub mod share;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -196,6 +203,11 @@ pub struct Auto {
     stood: VecDeque<(Duration, Queue, u32)>,
     /// Each stream's cap as last told (None: none).
     told: Vec<Option<u64>>,
+    /// Each stream's connection's bytes acknowledged at the last tick, and
+    /// when that was: what each moved since is how the group's cap is
+    /// shared among them (`share`).
+    acked: Vec<Option<u64>>,
+    acked_at: Duration,
     told_n: usize,
     now: Duration,
     ticks: u64,
@@ -237,6 +249,8 @@ impl Auto {
             alone: None,
             stood: VecDeque::new(),
             told: Vec::new(),
+            acked: Vec::new(),
+            acked_at: Duration::ZERO,
             told_n: usize::MAX,
             now: Duration::ZERO,
             ticks: 0,
@@ -501,8 +515,13 @@ impl Auto {
                     } else {
                         (2.0 * step).min(m)
                     };
+                    // Up to the ceiling, never down: with no queue the path asks for
+                    // nothing back, and a group that moves less than its cap may only
+                    // have less to send (a transfer's last blocks on a few streams).
+                    // A cap that followed that fall would hold those streams to it,
+                    // and they would move less again.
                     if let Some(c) = ceiling {
-                        self.cap = Some((cap * (1.0 + step)).min(c).max(cap.min(c)));
+                        self.cap = Some((cap * (1.0 + step)).min(c).max(cap));
                     }
                     (None, step)
                 };
@@ -512,11 +531,21 @@ impl Auto {
                     None
                 };
                 match slack_since {
-                    Some(s) if now >= s + t.measure && self.n < self.most => {
+                    Some(s) if now >= s + t.measure => {
                         // No queue, and the group moves a margin less than its cap: the
-                        // streams, not the path, hold the rate. More streams.
+                        // streams, not the path, hold the rate, and the cap asks nothing.
+                        // More streams, if it may open them; uncapped in any case (a
+                        // queue of its own brings the cap back, through an ask).
                         self.cap = None;
-                        self.doubled(rate)
+                        if self.n < self.most {
+                            return self.doubled(rate);
+                        }
+                        Phase::Full {
+                            since,
+                            slack_since: None,
+                            peak: None,
+                            step: 0.0,
+                        }
                     }
                     _ => Phase::Full {
                         since,
@@ -607,10 +636,31 @@ impl Auto {
         if self.told.len() < total {
             self.told.resize(total, None);
         }
-        let per = self.cap.map(|c| (c / self.n as f64).max(1.0) as u64);
+        // What each stream moved since the last tick, by the kernel's count of
+        // bytes acknowledged (it goes on within a block, where the engine
+        // counts whole blocks); none if nothing was: no data in flight.
+        let acked: Vec<Option<u64>> = streams
+            .iter()
+            .map(|s| s.info.as_ref().map(|i| i.bytes_acked))
+            .collect();
+        let secs = self.now.saturating_sub(self.acked_at).as_secs_f64();
+        let moved: Vec<Option<f64>> = (0..self.n)
+            .map(|i| {
+                let now = acked.get(i).copied().flatten()?;
+                // A counter that went down is a new connection's: all it says is new.
+                let then = match self.acked.get(i).copied().flatten() {
+                    Some(then) if then <= now => then,
+                    _ => 0,
+                };
+                (now > then && secs > 0.0).then(|| (now - then) as f64 / secs)
+            })
+            .collect();
+        self.acked = acked;
+        self.acked_at = self.now;
+        let parts = self.cap.map(|c| share::parts(c, &moved));
         for i in 0..total {
             let want = if i < self.n {
-                per
+                parts.as_ref().map(|p| p[i].max(1.0) as u64)
             } else if self.dials {
                 // Closed: nothing to cap.
                 None
@@ -660,8 +710,14 @@ impl Steer for Auto {
         }
         // The spread at the scale auto's rules read the rate: three ticks, one
         // sample per three (samples that share ticks would hide the noise).
+        // Only of one group on one path: a span that reaches back before the
+        // streams or their cap changed, or into the streams' slow start,
+        // measures that change, not the path's noise (the first ask's margin
+        // would be sized by slow start's climb).
         self.ticks += 1;
-        if self.ticks % 3 == 0 {
+        let steady = self.phase != Phase::Start
+            && elapsed.saturating_sub(self.changed_at) >= 3 * self.times().tick;
+        if self.ticks % 3 == 0 && steady {
             if let Some(r) = self.delivered.rate(3 * self.times().tick) {
                 self.spread.note(r);
             }

@@ -31,6 +31,9 @@ struct Path {
     /// The streams' caps as auto told them.
     caps: Vec<Option<u64>>,
     carrying: usize,
+    /// Streams with blocks to send (the rest of a transfer's end is in flight
+    /// on these; the others wait, moving nothing).
+    with_work: usize,
 }
 
 impl Path {
@@ -44,6 +47,7 @@ impl Path {
             acked: vec![0; 64],
             caps: vec![None; 64],
             carrying: 0,
+            with_work: usize::MAX,
         }
     }
 
@@ -53,7 +57,12 @@ impl Path {
         let want: Vec<f64> = (0..n)
             .map(|i| {
                 let cap = self.caps[i].map_or(f64::INFINITY, |c| c as f64);
-                self.per_stream.min(cap)
+                let work = if i < self.with_work {
+                    f64::INFINITY
+                } else {
+                    0.0
+                };
+                self.per_stream.min(cap).min(work)
             })
             .collect();
         // Streams without a limit of their own share equally what they get.
@@ -177,6 +186,30 @@ fn a_path_two_streams_fill_is_left_at_the_first_doubling_that_bought_nothing_cap
 }
 
 #[test]
+fn the_first_ask_is_a_margin_sized_by_the_paths_noise_not_by_slow_starts_climb() {
+    // Two streams fill 100 MB/s, after a slow start that doubles their rate
+    // each 40 ms round trip from 0.5 MB/s; the path itself gives a steady rate.
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    let mut first_ask = None;
+    run(&mut a, &mut p, secs(8), |now, p, phase| {
+        let rtts = now.as_secs_f64() / 0.040;
+        p.per_stream = (0.5 * MB * 2f64.powf(rtts)).min(1e12);
+        if first_ask.is_none() && matches!(phase, Phase::Ask { .. }) {
+            first_ask = Some(a_cap_of_group(p));
+        }
+    });
+    let cap = first_ask.expect("asked");
+    // The margin's floor (5 %), give or take the steps of a tick.
+    assert!(cap >= 0.9 * 100.0 * MB, "asked at {cap}");
+}
+
+/// The group's cap as told: its streams' caps added up.
+fn a_cap_of_group(p: &Path) -> f64 {
+    p.caps[..p.carrying].iter().flatten().sum::<u64>() as f64
+}
+
+#[test]
 fn a_knee_that_one_doubling_measured_wrongly_is_left_when_no_queue_comes() {
     // 100 MB/s, each stream held to 5 MB/s by random loss; while the first four
     // streams are measured, their losses hold them to half that (a sawtooth's
@@ -243,6 +276,52 @@ fn a_capped_group_whose_streams_the_losses_hold_below_the_cap_adds_streams_throu
         }
     });
     assert!(a.streams() >= 16, "{}", a.streams());
+}
+
+#[test]
+fn at_a_transfers_end_the_streams_left_with_work_are_not_held_to_what_the_idle_ones_move() {
+    // Two streams fill 100 MB/s; the group is capped at the path's edge with
+    // all the streams it may open. Then the transfer's last blocks are in
+    // flight on one stream: the group moves less because it has less to
+    // send, not because the path gives less. That stream may be capped
+    // again for a queue of its own, but never spiral down with what the
+    // idle ones (do not) move.
+    for most in [4, 32] {
+        let mut a = Auto::new(most, 1, true);
+        let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+        let mut at_end = None;
+        let mut least = f64::INFINITY;
+        let mut moved_from = 0;
+        run(&mut a, &mut p, secs(100), |now, p, _| {
+            if now >= secs(60) {
+                if at_end.is_none() {
+                    at_end = Some(a_cap_per_stream(p));
+                    moved_from = p.acked[0];
+                }
+                p.with_work = 1;
+                least = least.min(a_cap_per_stream(p));
+            }
+        });
+        let at_end = at_end.unwrap();
+        assert!(
+            at_end < 100.0 * MB,
+            "capped before the end ({most}): {at_end}"
+        );
+        assert!(
+            least >= at_end / 2.0,
+            "the last stream's cap fell to {least} from {at_end} ({most})"
+        );
+        let moved = (p.acked[0] - moved_from) as f64 / 40.0;
+        assert!(
+            moved >= at_end,
+            "the last stream moved {moved} B/s, less than before the end, {at_end} ({most})"
+        );
+    }
+}
+
+/// Stream 0's cap as last told, bytes a second (none: unbounded).
+fn a_cap_per_stream(p: &Path) -> f64 {
+    p.caps[0].map_or(f64::INFINITY, |c| c as f64)
 }
 
 #[test]
