@@ -12,8 +12,8 @@ them; each copy is timed to the client's exit plus a sync at the receiver
 (braid answers only once the file is verified and durable; the others do
 neither), then its bytes are compared with the source's.
 
-With --busy, 5 Reno flows (iperf3 -P 5 between a second pair of hosts)
-cross the same bottleneck for the whole run. Each tool's copy runs beside
+With --busy, 5 Reno flows (iperf3 -P 5 between a second pair of hosts;
+--busy-cc cubic for CUBIC ones) cross the same bottleneck for the whole run. Each tool's copy runs beside
 them, and their rate over the --quiet seconds before the copy and during it
 (bytes their receiver took in) says what the tool took from them: what
 Hacker 2004 calls appropriation, with the flows' own rate just before as
@@ -110,7 +110,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=size_arg, default=512 << 20, help="the file's size (default 512M)")
     ap.add_argument("--runs", type=int, default=2, help="rounds of every tool (default 2)")
-    ap.add_argument("--busy", action="store_true", help="5 Reno flows share the bottleneck throughout")
+    ap.add_argument("--busy", action="store_true", help="5 long flows share the bottleneck throughout")
+    ap.add_argument("--busy-cc", choices=("reno", "cubic"), default="reno",
+                    help="--busy: the flows' congestion control (default reno; cubic is what a host's "
+                         "ordinary transfers run, and fills a long fat path that loss holds Reno below)")
     ap.add_argument("--quiet", type=float, default=15.0,
                     help="--busy: seconds the flows run alone before each copy (default 15)")
     ap.add_argument("--path", default=FORWARD, help=f"braid-link's forward spec (default: {FORWARD!r})".replace("%", "%%"))
@@ -146,7 +149,7 @@ def main() -> None:
         make_file(src, a.size)
         want = peers.digest(src)
         print(f"file: {a.size / 2**20:.0f} MiB on {work}; path: {a.path}; reverse: {a.reverse}"
-              f"{'; beside 5 Reno flows' if a.busy else ''}")
+              f"{f'; beside 5 {a.busy_cc} flows' if a.busy else ''}")
         with Dumbbell(a.path, a.reverse, pairs=2 if a.busy else 1, tag="wan", run_dir=work / "testbed") as db:
             snd, rcv = db.senders[0], db.receivers[0]
             token = engine.token_file(work)
@@ -162,9 +165,11 @@ def main() -> None:
                 flows_rcv.ns.popen(["iperf3", "-s", "-p", str(IPERF_PORT)], log=work / "iperf3-server.out")
                 wait_until(lambda: peers.listens(flows_rcv, IPERF_PORT), timeout=10)
                 flows = db.senders[1].ns.popen(["iperf3", "-c", flows_rcv.addr, "-p", str(IPERF_PORT), "-P", "5",
-                                                "-C", "reno", "-t", "86400", "-i", "0"],
+                                                "-C", a.busy_cc, "-t", "86400", "-i", "0"],
                                                log=work / "iperf3-client.out")
             timeout = max(600.0, a.size * 8 / 1e6 * 4)
+            if a.logs is not None:
+                a.logs.mkdir(parents=True, exist_ok=True)
             runs: list[list[dict]] = [[] for _ in chosen]
             for r in range(a.runs):
                 order = list(range(len(chosen)))
@@ -180,7 +185,6 @@ def main() -> None:
                         before = rx_bytes(db.receivers[1])
                     log = None
                     if a.logs is not None:
-                        a.logs.mkdir(parents=True, exist_ok=True)
                         slug = p.name.replace(" ", "_").replace("(", "").replace(")", "")
                         log = a.logs / f"run{r + 1}-{slug}.log"
                     copied = peers.timed_copy(server, snd, src, timeout, log=log)
@@ -203,7 +207,7 @@ def main() -> None:
                 s.stop()
         print()
         if a.busy:
-            print("| tool | Mb/s (each run) | median Mb/s | 5 Reno flows alone -> beside it, Mb/s | taken from them |")
+            print(f"| tool | Mb/s (each run) | median Mb/s | 5 {a.busy_cc} flows alone -> beside it, Mb/s | taken from them |")
             print("|---|---|---|---|---|")
         else:
             print("| tool | seconds (each run) | median Mb/s |")

@@ -21,7 +21,8 @@
 //!   acknowledged (SACK's dupthresh on a path that never reorders); one
 //!   window reduction per round trip (NewReno's recovery: no growth until
 //!   what was in flight at the loss is acknowledged);
-//! - a retransmission timeout (no ACK for max(200 ms, 3 sRTT)) reduces the
+//! - a retransmission timeout (no ACK for max(200 ms, 3 sRTT); a second
+//!   before the first RTT sample) reduces the
 //!   window like a loss, where Linux would restart from one packet;
 //! - no delayed ACKs, no receive window; pacing only where a steer caps a
 //!   flow's rate (one packet per interval, as the kernel paces under
@@ -937,8 +938,14 @@ impl Run {
     }
 }
 
-/// The retransmission timeout.
+/// The retransmission timeout: a second until the first RTT is measured
+/// (RFC 6298's initial RTO, the kernel's TCP_TIMEOUT_INIT), so that a first
+/// window on a path of 200 ms or more is not taken for lost before its
+/// first ACK could have come back.
 fn rto(s: &Sender) -> u64 {
+    if s.srtt_ns == 0 {
+        return 1_000_000_000;
+    }
     (3 * s.srtt_ns).max(200_000_000)
 }
 

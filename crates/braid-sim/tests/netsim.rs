@@ -244,6 +244,23 @@ fn one_cubic_flow_fills_a_clean_long_path() {
 }
 
 #[test]
+fn a_first_window_on_a_long_path_is_not_timed_out_before_its_ack_could_return() {
+    // 200 ms and more: the first ACK comes after the 200 ms floor of the RTO
+    // that holds once an RTT is known; a clean path loses nothing.
+    for rtt_ms in [200, 300] {
+        let o = run(
+            "rate 100mbit limit 100000 jitter",
+            rtt_ms,
+            &[Flow::cubic()],
+            0,
+            5,
+        );
+        assert_eq!(o.losses[0], 0, "{rtt_ms} ms: a loss on a clean path");
+        assert!(o.mbps(0..1) > 20.0, "{rtt_ms} ms: {}", o.mbps(0..1));
+    }
+}
+
+#[test]
 fn cubic_under_random_loss_follows_its_response_function() {
     // RFC 9438 section 5: with loss rate p CUBIC's mean window is
     // (C (3 + beta) / (4 (1 - beta)))^(1/4) (RTT / p)^(3/4), RTT in seconds,

@@ -105,8 +105,9 @@ pub fn autos(
     let mut due: Vec<u64> = (0..sessions).map(start).collect();
     let mut moved: Vec<Vec<(f64, u64)>> = vec![Vec::new(); sessions];
     let trace = std::env::var_os("BRAID_SIM_TRACE").is_some();
-    // BRAID_SIM_TRACE=2: every tick.
-    let ticks = std::env::var("BRAID_SIM_TRACE").is_ok_and(|v| v == "2");
+    // BRAID_SIM_TRACE=2: every tick; 3: every tick's carrying streams too.
+    let level = std::env::var("BRAID_SIM_TRACE").map_or(0, |v| v.parse().unwrap_or(1));
+    let ticks = level >= 2;
     let mut steer = |now: u64, views: &[FlowView]| {
         let t = now as f64 / 1e9;
         let mut asked = Vec::new();
@@ -142,6 +143,18 @@ pub fn autos(
                     st.share_bps.map_or(f64::NAN, |b| b * 8.0 / 1e6),
                     rate.unwrap_or(f64::NAN)
                 );
+            }
+            if level >= 3 {
+                for (i, v) in mine.iter().enumerate().filter(|(_, v)| v.carrying) {
+                    eprintln!(
+                        "  [{k}.{i}] cwnd {} ssthresh {} srtt {:.1} ms min {:.1} ms lost {}",
+                        v.cwnd,
+                        v.ssthresh,
+                        v.srtt_ns as f64 / 1e6,
+                        v.min_srtt_ns as f64 / 1e6,
+                        v.lost
+                    );
+                }
             }
             if trace && a.phase().name() != before {
                 let st = a.state().expect("auto tells its state");

@@ -53,7 +53,9 @@
 //! and what one of them does not use goes to the others (`share`): at a
 //! transfer's end the last blocks are on a few streams, and those few may
 //! move the whole cap; a stream whose loss halved its window leaves its
-//! room to the rest.
+//! room to the rest. Short of its part means short by more than the
+//! margin: streams scattered around their parts by the tick's noise share
+//! the cap, and no more.
 
 pub mod path;
 pub mod share;
@@ -203,11 +205,6 @@ pub struct Auto {
     stood: VecDeque<(Duration, Queue, u32)>,
     /// Each stream's cap as last told (None: none).
     told: Vec<Option<u64>>,
-    /// Each stream's connection's bytes acknowledged at the last tick, and
-    /// when that was: what each moved since is how the group's cap is
-    /// shared among them (`share`).
-    acked: Vec<Option<u64>>,
-    acked_at: Duration,
     told_n: usize,
     now: Duration,
     ticks: u64,
@@ -249,8 +246,6 @@ impl Auto {
             alone: None,
             stood: VecDeque::new(),
             told: Vec::new(),
-            acked: Vec::new(),
-            acked_at: Duration::ZERO,
             told_n: usize::MAX,
             now: Duration::ZERO,
             ticks: 0,
@@ -636,28 +631,12 @@ impl Auto {
         if self.told.len() < total {
             self.told.resize(total, None);
         }
-        // What each stream moved since the last tick, by the kernel's count of
+        // What each stream moved over the last tick, by the kernel's count of
         // bytes acknowledged (it goes on within a block, where the engine
-        // counts whole blocks); none if nothing was: no data in flight.
-        let acked: Vec<Option<u64>> = streams
-            .iter()
-            .map(|s| s.info.as_ref().map(|i| i.bytes_acked))
-            .collect();
-        let secs = self.now.saturating_sub(self.acked_at).as_secs_f64();
-        let moved: Vec<Option<f64>> = (0..self.n)
-            .map(|i| {
-                let now = acked.get(i).copied().flatten()?;
-                // A counter that went down is a new connection's: all it says is new.
-                let then = match self.acked.get(i).copied().flatten() {
-                    Some(then) if then <= now => then,
-                    _ => 0,
-                };
-                (now > then && secs > 0.0).then(|| (now - then) as f64 / secs)
-            })
-            .collect();
-        self.acked = acked;
-        self.acked_at = self.now;
-        let parts = self.cap.map(|c| share::parts(c, &moved));
+        // counts whole blocks), is how the group's cap is shared among them.
+        let moved = self.delivered.last_tick(self.n);
+        let noise = self.margin();
+        let parts = self.cap.map(|c| share::parts(c, &moved, noise));
         for i in 0..total {
             let want = if i < self.n {
                 parts.as_ref().map(|p| p[i].max(1.0) as u64)

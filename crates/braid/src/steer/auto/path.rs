@@ -104,6 +104,9 @@ impl Delay {
 pub struct Delivered {
     /// Per stream: what its current connection had acknowledged last tick.
     last: Vec<u64>,
+    /// Per stream: what it acknowledged over the last tick (None: it said
+    /// nothing, or acknowledged nothing: no data of it is in flight).
+    moved: Vec<Option<u64>>,
     total: u64,
     /// (elapsed, total) at each tick of the last spans asked for.
     history: VecDeque<(Duration, u64)>,
@@ -120,19 +123,23 @@ impl Delivered {
     }
 
     pub fn note(&mut self, now: Duration, streams: &[StreamView]) {
+        self.moved.iter_mut().for_each(|m| *m = None);
         for s in streams {
             if self.last.len() <= s.stream {
                 self.last.resize(s.stream + 1, 0);
+                self.moved.resize(s.stream + 1, None);
             }
             let Some(info) = &s.info else { continue };
             let acked = info.bytes_acked;
             let before = self.last[s.stream];
             // A counter that went down is a new connection's: all it says is new.
-            self.total += if acked >= before {
+            let new = if acked >= before {
                 acked - before
             } else {
                 acked
             };
+            self.total += new;
+            self.moved[s.stream] = (new > 0).then_some(new);
             self.last[s.stream] = acked;
         }
         self.history.push_back((now, self.total));
@@ -147,6 +154,22 @@ impl Delivered {
 
     pub fn total(&self) -> u64 {
         self.total
+    }
+
+    /// What each of the first `n` streams moved over the last tick, bytes a
+    /// second (None: nothing of it was acknowledged, so none is in flight).
+    pub fn last_tick(&self, n: usize) -> Vec<Option<f64>> {
+        let mut ticks = self.history.iter().rev();
+        let secs = match (ticks.next(), ticks.next()) {
+            (Some((now, _)), Some((then, _))) => now.saturating_sub(*then).as_secs_f64(),
+            _ => 0.0,
+        };
+        (0..n)
+            .map(|i| {
+                let b = self.moved.get(i).copied().flatten()?;
+                (secs > 0.0).then(|| b as f64 / secs)
+            })
+            .collect()
     }
 
     /// Bytes per second over the last `span` (or as much of it as is known).
@@ -267,26 +290,40 @@ mod tests {
         assert!(!d.standing());
     }
 
+    /// One tick at `ms` of streams (number, bytes acknowledged) on a clean 10 ms path.
+    fn acked(d: &mut Delivered, ms: u64, streams: &[(usize, u64)]) {
+        let views: Vec<StreamView> = streams
+            .iter()
+            .map(|&(s, b)| view(s, 10.0, 10.0, b))
+            .collect();
+        d.note(Duration::from_millis(ms), &views);
+    }
+
     #[test]
     fn delivered_bytes_go_on_through_a_new_connection() {
-        let ms = Duration::from_millis;
         let mut d = Delivered::new(Duration::from_secs(10));
-        d.note(
-            ms(0),
-            &[view(0, 10.0, 10.0, 1000), view(1, 10.0, 10.0, 500)],
-        );
-        d.note(
-            ms(1000),
-            &[view(0, 10.0, 10.0, 3000), view(1, 10.0, 10.0, 1500)],
-        );
+        acked(&mut d, 0, &[(0, 1000), (1, 500)]);
+        acked(&mut d, 1000, &[(0, 3000), (1, 1500)]);
         // Stream 1 connects again: its counter starts from zero.
-        d.note(
-            ms(2000),
-            &[view(0, 10.0, 10.0, 5000), view(1, 10.0, 10.0, 400)],
-        );
+        acked(&mut d, 2000, &[(0, 5000), (1, 400)]);
         assert_eq!(d.total(), 5000 + 1500 + 400);
+        let ms = Duration::from_millis;
         assert_eq!(d.rate(ms(1000)), Some(2400.0));
         assert_eq!(d.rate(ms(2000)), Some((6900.0 - 1500.0) / 2.0));
+    }
+
+    #[test]
+    fn each_streams_last_tick_is_what_it_acknowledged_since_the_tick_before() {
+        let mut d = Delivered::new(Duration::from_secs(10));
+        acked(&mut d, 0, &[(0, 1000), (1, 500)]);
+        // Stream 1 says nothing this tick; stream 2 is new.
+        acked(&mut d, 500, &[(0, 2000), (2, 100)]);
+        assert_eq!(d.last_tick(3), vec![Some(2000.0), None, Some(200.0)]);
+        // Back, stream 1 counts from what it said last, not from zero; stream 0
+        // acknowledged nothing: none of it is in flight.
+        acked(&mut d, 1000, &[(0, 2000), (1, 800), (2, 100)]);
+        assert_eq!(d.last_tick(2), vec![None, Some(600.0)]);
+        assert_eq!(d.last_tick(4)[2..], [None, None]);
     }
 
     #[test]
