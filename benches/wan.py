@@ -13,8 +13,8 @@ them; each copy is timed to the client's exit plus a sync at the receiver
 neither), then its bytes are compared with the source's.
 
 With --busy, 5 Reno flows (iperf3 -P 5 between a second pair of hosts;
---busy-cc cubic for CUBIC ones) cross the same bottleneck for the whole run. Each tool's copy runs beside
-them, and their rate over the --quiet seconds before the copy and during it
+--busy-cc cubic for CUBIC ones) cross the same bottleneck for the whole
+run. Each tool's copy runs beside them, and their rate over the --quiet seconds before the copy and during it
 (bytes their receiver took in) says what the tool took from them: what
 Hacker 2004 calls appropriation, with the flows' own rate just before as
 the baseline. One flow's fair share of the path is a sixth of it.

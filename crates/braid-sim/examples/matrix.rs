@@ -199,21 +199,18 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
                     _ => "udp-fast",
                 };
                 v.push((claim, a >= 0.9 * best));
-                line = if kind == "idle" {
+                let mut l = format!(
+                    "auto {a:.1} ({} streams), best parallel {best:.1}, single {one:.1}",
+                    t.streams[0]
+                );
+                if kind == "idle" {
                     // What a user's copy of a few seconds' worth sees: the start counts.
                     let a0 = autos(&c.link, c.rtt_ms, 1, &[], &o, 0, START).mbps(0);
                     let best0 = best_parallel(&c.link, c.rtt_ms, &o, 0, START);
                     v.push(("idle-fast-from-start", a0 >= 0.9 * best0));
-                    format!(
-                        "auto {a:.1} ({} streams), best parallel {best:.1}, single {one:.1}; first {START} s: auto {a0:.1}, best parallel {best0:.1}",
-                        t.streams[0]
-                    )
-                } else {
-                    format!(
-                        "auto {a:.1} ({} streams), best parallel {best:.1}, single {one:.1}",
-                        t.streams[0]
-                    )
-                };
+                    l += &format!("; first {START} s: auto {a0:.1}, best parallel {best0:.1}");
+                }
+                line = l;
             } else if kind.starts_with("bbr") {
                 v.push(("bbr-floor", a >= 0.7 * one));
                 line = format!("auto {a:.1}, single {one:.1}");

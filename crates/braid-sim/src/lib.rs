@@ -22,8 +22,8 @@
 //!   window reduction per round trip (NewReno's recovery: no growth until
 //!   what was in flight at the loss is acknowledged);
 //! - a retransmission timeout (no ACK for max(200 ms, 3 sRTT); a second
-//!   before the first RTT sample) reduces the
-//!   window like a loss, where Linux would restart from one packet;
+//!   before the first RTT sample) reduces the window like a loss, where
+//!   Linux would restart from one packet;
 //! - no delayed ACKs, no receive window; pacing only where a steer caps a
 //!   flow's rate (one packet per interval, as the kernel paces under
 //!   SO_MAX_PACING_RATE), and a paced flow that does not fill its window
