@@ -361,6 +361,16 @@ def _repaired(cells: list[MeasuredCell]) -> str:
         f"`{c.id}` ({c.windows_repaired})" for c in hit) + ".")
 
 
+def _overruns(cells: list[MeasuredCell]) -> str:
+    """The cells in which braid-link could not take every frame offered to it (its receive ring
+    full): those frames were lost before the emulated link, so the path was not the one asked for."""
+    hit = [c for c in cells if c.link.get("overruns")]
+    if not hit:
+        return ""
+    return (" braid-link was overrun (frames lost before the emulated link) in " + ", ".join(
+        f"`{c.id}` ({c.link['overruns']} frames)" for c in hit) + ": those cells did not see their path.")
+
+
 def _machines(cells: list[MeasuredCell]) -> str:
     """A warning when the cells came from machines that differ in kernel, core count or build
     (a cluster run, or a run continued elsewhere): their numbers may not be comparable."""
@@ -492,7 +502,8 @@ def _experiment(runs: list[_Run], fig_dir: Path, claims: str = "recorded") -> tu
                             f"of cross traffic; {meta['created']} on {meta['host']} (Linux {meta['kernel']}), "
                             f"braid {(meta['git'].get('revision') or '?')[:12]}"
                             f"{' (with local changes)' if meta['git'].get('dirty') else ''}."
-                            f"{_builds(r.cells)}{_machines(r.cells)}{_left_out(r)}{_repaired(r.kept)}"))
+                            f"{_builds(r.cells)}{_machines(r.cells)}{_left_out(r)}{_repaired(r.kept)}"
+                            f"{_overruns(r.kept)}"))
     if exp.calibration:
         b.append(Block("p", "Calibration: " + " ".join(exp.calibration.split())))
     refs: dict[tuple[str, str], dict] = {(r["scenario"], r["metric"]): r for r in exp.references}

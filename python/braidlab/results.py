@@ -30,7 +30,7 @@ CELL_COLUMNS = [
     "cross_mbps", "ratio_to_cross", "appropriation", "udp_loss", "sqrt_p", "rtt_median_ms", "rtt_p99_ms", "utilisation",
     "link_drop_ratio", "jain", "jain_1s", "loss_events", "p_events", "mathis_mbps",
     "mbps_alone", "mbps_beside", "mbps_after", "settle_arrive_s", "settle_leave_s", "reach_arrive_s",
-    "reach_leave_s", "each_beside_mbps", "ratio_beside", "windows_repaired",
+    "reach_leave_s", "each_beside_mbps", "ratio_beside", "windows_repaired", "link_overruns",
 ]
 FLOW_COLUMNS = ["experiment", *CELL_COLUMNS[:3], "role", "flow", "flow_cc", "flow_bytes", "flow_mbps",
                 "flow_retransmits", "flow_loss_ratio", *CELL_COLUMNS[3:]]
@@ -105,6 +105,8 @@ def cell_metrics(cell: MeasuredCell) -> dict:
                                            cell.link_seconds or cell.seconds)
     dropped = sum(link.get(k, 0) for k in ("dropped_loss", "dropped_queue", "dropped_red"))
     m["link_drop_ratio"] = metrics.loss_ratio(dropped, link.get("arrived", 0))
+    # Cells measured before braid-link counted them have none on record: unknown, not zero.
+    m["link_overruns"] = link.get("overruns")
     per = [s.bytes for s in streams]
     m["jain"] = metrics.jain(per) if len(per) > 1 else None
     # Hacker 2002's p: loss episodes (recoveries and timeouts) per packet sent, from the kernel's

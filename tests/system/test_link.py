@@ -133,6 +133,57 @@ def test_gilbert_elliott_rate_and_burst_length_match_their_formulas(record, tmp_
     assert abs(burst - 4.0) < 0.4
 
 
+def test_jumbo_frames_cross_whole_at_the_configured_rate(record):
+    # MTU 9000 on every veth: 8972-byte datagrams are 9014-byte frames, one per datagram.
+    rate, length = 1e9, 8972
+    with LinkPath("rate 1gbit delay 5ms limit 1000", "delay 5ms", tag="jumbo", mtu=9000) as p:
+        _, srv = _iperf_udp(p, "1200M", length, 6)
+        udp = p.stats()["ab"]
+        tcp = traffic.parse_iperf3(_tcp_through(p, 3))
+        stats = p.stats()
+    c, t = udp["counters"], stats["ab"]["counters"]
+    steady = [i["sum"] for i in srv["intervals"][1:-1]]
+    got = statistics.median(i["bytes"] * 8 / i["seconds"] for i in steady)
+    want = rate * length / (length + 42)
+    # TCP's own frames: what crossed after the UDP test, mean length per frame.
+    tcp_frame = (t["arrived_bytes"] - c["arrived_bytes"]) / max(1, t["arrived"] - c["arrived"])
+    record(udp_payload_mbps=round(got / 1e6, 1), expected_mbps=round(want / 1e6, 1),
+           udp_mean_frame=round(c["departed_bytes"] / c["departed"], 1), tcp_mbps=round(tcp.mbps, 1),
+           tcp_mean_frame=round(tcp_frame, 1), ring=stats["ab"]["rx_ring"],
+           overruns=stats["ab"]["rx_kernel_drops"] + stats["ab"]["rx_truncated"])
+    # Every datagram one 9014-byte frame; iperf3's control connection adds a few small ones.
+    mean = c["departed_bytes"] / c["departed"]
+    assert 9000 < mean <= length + 42, f"frames averaged {mean:.1f} bytes: jumbo datagrams were cut"
+    assert abs(got - want) / want < 0.02, f"received {got / 1e6:.1f} Mb/s of payload, link gives {want / 1e6:.1f}"
+    # A CUBIC flow's segments fill the jumbo MTU (its ACKs are the small frames, on the other side).
+    assert tcp_frame > 8000, f"TCP's frames averaged {tcp_frame:.0f} bytes on an MTU 9000 path"
+    assert stats["ab"]["rx_truncated"] == 0, "frames longer than braid-link's ring slots"
+
+
+def _tcp_through(path, seconds):
+    server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "-J"])
+    try:
+        time.sleep(0.3)
+        return path.snd.run("iperf3", "-c", path.RCV_ADDR, "-p", str(IPERF_PORT), "-C", "cubic", "-t",
+                            str(seconds), "-J", timeout=seconds + 30)
+    finally:
+        server.communicate(timeout=30)
+
+
+def test_the_link_takes_every_frame_offered_below_its_ceiling(record):
+    # 400 Mb/s of 1500-byte frames (about 33 k a second) for 5 s: far below what braid-link
+    # forwards (make bench-link), so every frame offered must reach the emulated link.
+    with LinkPath("rate 500mbit delay 10ms limit 2000", "delay 10ms", tag="take") as p:
+        client, _ = _iperf_udp(p, "400M", 1472, 5)
+        stats = p.stats()
+    sent = client["end"]["sum"]["packets"]
+    arrived = stats["ab"]["counters"]["arrived"]
+    lost = stats["ab"]["rx_kernel_drops"]
+    record(sent=sent, arrived=arrived, kernel_drops=lost, ring=stats["ab"]["rx_ring"])
+    assert lost == 0, f"braid-link's receive ring dropped {lost} of {sent} frames"
+    assert arrived >= sent, f"the link saw {arrived} frames of the {sent} datagrams sent"
+
+
 def test_drop_tail_queue_delay_is_limit_over_rate(record, tmp_path):
     # 100 packets of 1442 bytes at 20 Mb/s: 57.7 ms of queue at most.
     with LinkPath("rate 20mbit limit 100", "", run_dir=tmp_path, tag="dt", events=True) as p:

@@ -351,3 +351,14 @@ b = "parallel-4"
     # Without the experiment's file today there is nothing to judge by.
     with pytest.raises(ExperimentError):
         report._recorded(meta, tmp_path / "nowhere", claims="today")
+
+
+def test_a_cell_whose_link_was_overrun_is_named_with_its_lost_frames(tmp_path):
+    run = make_run(tmp_path)
+    assert "overrun" not in report.make([run], tmp_path / "clean")[0].read_text()
+    p = run / "cells" / "tcp-5.parallel-2.r1.json"
+    c = json.loads(p.read_text())
+    c["link"]["overruns"] = 17
+    p.write_text(json.dumps(c))
+    text = report.make([run], tmp_path / "out")[0].read_text()
+    assert "braid-link was overrun (frames lost before the emulated link) in `tcp-5.parallel-2.r1` (17 frames)" in text
