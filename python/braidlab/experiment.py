@@ -63,6 +63,10 @@ class PathSpec:
     mtu: int = 1500
     sack: bool = True
     timestamps: bool = True
+    # The hosts' largest TCP socket buffer, MiB (the last of tcp_rmem and tcp_wmem); None: the
+    # host's own. A stream's window is capped by it: a long fat path needs about twice its
+    # bandwidth-delay product, as a data-transfer node is tuned.
+    tcp_buffer: int | None = None
     seed: int = 1
 
     def check(self) -> None:
@@ -78,6 +82,9 @@ class PathSpec:
             raise ExperimentError(f"path.loss {self.loss}: want a probability in [0, 1)")
         if not 576 <= self.mtu <= 9000:
             raise ExperimentError(f"path.mtu {self.mtu}: want 576..9000")
+        if self.tcp_buffer is not None and (isinstance(self.tcp_buffer, bool) or not isinstance(self.tcp_buffer, int)
+                                            or not 1 <= self.tcp_buffer <= 4096):
+            raise ExperimentError(f"path.tcp_buffer {self.tcp_buffer!r}: want 1..4096 MiB")
         if self.queue == "red":
             missing = {"min", "max", "probability"} - set(self.red)
             if missing:

@@ -72,7 +72,19 @@ def _host_sysctls(bed: Dumbbell, sc: Scenario) -> None:
     words = ["net.ipv4.tcp_no_metrics_save=1", f"net.ipv4.tcp_sack={int(sc.path.sack)}",
              f"net.ipv4.tcp_timestamps={int(sc.path.timestamps)}"]
     for h in bed.senders + bed.receivers:
-        h.run("sysctl", "-qw", *words)
+        h.run("sysctl", "-qw", *words + _buffer_words(h, sc.path.tcp_buffer))
+
+
+def _buffer_words(host, mib: int | None) -> list[str]:
+    """tcp_rmem and tcp_wmem with their largest size set to `mib` MiB (both are per network
+    namespace), their smallest and initial sizes kept as the host has them."""
+    if mib is None:
+        return []
+    words = []
+    for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+        low, initial, _ = host.run("sysctl", "-n", key).split()
+        words.append(f"{key}={low} {initial} {mib << 20}")
+    return words
 
 
 def _window_bytes(intervals: list[dict], lo: float, hi: float) -> float:

@@ -255,7 +255,22 @@ def test_a_bad_experiment_is_refused_before_anything_is_built(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("experiment", ["hacker2004", "cho-bettati", "hacker2002", "variants", "adaptive"])
+def test_lfn_quick_hosts_take_the_path_s_tcp_buffer(controls, record, tmp_path):
+    # 500 Mb/s, 100 ms, no loss: one CUBIC stream can carry the whole path only with a send buffer
+    # of more than its bandwidth-delay product (6.25 MB). The host's default here (4 MiB) allows
+    # at most 4 MiB a round trip, 335 Mb/s; the file gives the hosts 256 MiB.
+    out = tmp_path / "lfn"
+    _run(["run", "lfn", "--quick", "--out", str(out)], timeout=300)
+    rows = _table(out)
+    _sane(rows)
+    single = _one(rows, "quick-500m", "single")
+    record(single_mbps=round(single["method_mbps"], 1), link_overruns=single["link_overruns"])
+    assert single["method_mbps"] > 400, f"one CUBIC stream moved {single['method_mbps']:.0f} Mb/s: window-limited"
+    assert single["link_overruns"] == 0
+
+
+@pytest.mark.parametrize("experiment", ["hacker2004", "cho-bettati", "hacker2002", "variants", "adaptive",
+                                        "generality", "lfn"])
 def test_every_experiment_passes_preflight(experiment, controls):
     from braidlab import runner
     from braidlab.experiment import load

@@ -124,6 +124,8 @@ def test_path_specs_in_braid_link_words():
     (('baseline = "single"', 'baseline = "none"'), "baseline 'none'"),
     (('[[scenario]]\nname = "a"', '[[scenario]]\nname = "a"\nspeed = 1'), "unknown key(s) speed"),
     (('path = { mtu = 3000, loss = 0.001 }', 'path = { mtu = 100 }'), "path.mtu 100"),
+    (('path = { mtu = 3000, loss = 0.001 }', 'path = { tcp_buffer = 0 }'), "path.tcp_buffer 0: want 1..4096 MiB"),
+    (('path = { mtu = 3000, loss = 0.001 }', 'path = { tcp_buffer = "big" }'), "path.tcp_buffer 'big'"),
 ])
 def test_bad_files_are_refused_by_name(change, message):
     old, new = change
