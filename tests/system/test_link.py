@@ -139,7 +139,9 @@ def test_jumbo_frames_cross_whole_at_the_configured_rate(record):
     with LinkPath("rate 1gbit delay 5ms limit 1000", "delay 5ms", tag="jumbo", mtu=9000) as p:
         _, srv = _iperf_udp(p, "1200M", length, 6)
         udp = p.stats()["ab"]
-        tcp = traffic.parse_iperf3(_tcp_through(p, 3))
+        server = traffic.iperf3_server(p.receivers[0])
+        tcp = traffic.parse_iperf3(traffic.iperf3_client(p.senders[0], p.RCV_ADDR, 3, cc="cubic").wait(33))
+        server.wait(30)
         stats = p.stats()
     c, t = udp["counters"], stats["ab"]["counters"]
     steady = [i["sum"] for i in srv["intervals"][1:-1]]
@@ -158,16 +160,6 @@ def test_jumbo_frames_cross_whole_at_the_configured_rate(record):
     # A CUBIC flow's segments fill the jumbo MTU (its ACKs are the small frames, on the other side).
     assert tcp_frame > 8000, f"TCP's frames averaged {tcp_frame:.0f} bytes on an MTU 9000 path"
     assert stats["ab"]["rx_truncated"] == 0, "frames longer than braid-link's ring slots"
-
-
-def _tcp_through(path, seconds):
-    server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "-J"])
-    try:
-        time.sleep(0.3)
-        return path.snd.run("iperf3", "-c", path.RCV_ADDR, "-p", str(IPERF_PORT), "-C", "cubic", "-t",
-                            str(seconds), "-J", timeout=seconds + 30)
-    finally:
-        server.communicate(timeout=30)
 
 
 def test_the_link_takes_every_frame_offered_below_its_ceiling(record):

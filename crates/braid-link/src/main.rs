@@ -206,16 +206,21 @@ fn cpu_time_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn direction_json(c: &Counters, tx_errors: u64, rx: &Port, rx_drops: u64) -> serde_json::Value {
+/// One direction's counters, with the kernel's drops and the ring of `rx`,
+/// the port its frames arrive on (a->b reads from a).
+fn direction_json(c: &Counters, tx_errors: u64, rx: &Port) -> Result<serde_json::Value> {
+    let drops = rx
+        .kernel_drops()
+        .with_context(|| format!("reading {}'s drop counter", rx.name))?;
     let (slots, bytes) = rx.ring_size();
-    json!({
+    Ok(json!({
         "counters": c,
         "tx_errors": tx_errors,
-        "rx_kernel_drops": rx_drops,
+        "rx_kernel_drops": drops,
         "rx_truncated": rx.truncated(),
         "rx_ring": {"slots": slots, "bytes": bytes},
         "late_ns": {"p50": c.late_quantile_ns(0.5), "p99": c.late_quantile_ns(0.99), "max": c.late_quantile_ns(1.0)},
-    })
+    }))
 }
 
 fn write_stats(
@@ -227,20 +232,13 @@ fn write_stats(
     cpu_ns: u64,
 ) -> Result<()> {
     let wall = now_ns() - started;
-    // A direction's frames arrive on its first port: a->b reads from a.
-    let mut rx_drops = [0u64; 2];
-    for (d, port) in rx_drops.iter_mut().zip(ports) {
-        *d = port
-            .kernel_drops()
-            .with_context(|| format!("reading {}'s drop counter", port.name))?;
-    }
     let v = json!({
         "version": 1,
         "a": args.a, "b": args.b, "ab_spec": args.ab, "ba_spec": args.ba,
         "seconds": wall as f64 / 1e9,
         "cpu_seconds": cpu_ns as f64 / 1e9,
-        "ab": direction_json(dirs[0].counters(), tx[0], &ports[0], rx_drops[0]),
-        "ba": direction_json(dirs[1].counters(), tx[1], &ports[1], rx_drops[1]),
+        "ab": direction_json(dirs[0].counters(), tx[0], &ports[0])?,
+        "ba": direction_json(dirs[1].counters(), tx[1], &ports[1])?,
     });
     let text = serde_json::to_string_pretty(&v)? + "\n";
     match &args.stats {
