@@ -151,8 +151,11 @@ def iperf3_server(host, port: int = IPERF_PORT, name: str | None = None) -> Runn
 
 def iperf3_client(host, server: str, seconds: float, *, port: int = IPERF_PORT, cc: str | None = None,
                   parallel: int = 1, udp_rate: str | None = None, length: int | None = None,
-                  name: str | None = None) -> Running:
+                  omit: int | None = None, name: str | None = None) -> Running:
+    """`omit`: seconds of the start (slow start) left out of the test's figures."""
     argv = ["iperf3", "-c", server, "-p", str(port), "-t", str(seconds), "-J", "-P", str(parallel)]
+    if omit:
+        argv += ["-O", str(omit)]
     if cc:
         argv += ["-C", cc]
     if udp_rate:

@@ -192,14 +192,11 @@ def test_drop_tail_queue_delay_is_limit_over_rate(record, tmp_path):
 def test_one_cubic_flow_fills_a_clean_long_path(record):
     # 100 Mb/s, 70 ms RTT, a bandwidth-delay product of queue (875 KB, ~580 frames).
     with LinkPath("rate 100mbit delay 35ms limit 580", "delay 35ms", tag="cubic") as p:
-        server = p.rcv.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT)])
-        try:
-            time.sleep(0.3)
-            out = json.loads(p.snd.run("iperf3", "-c", p.RCV_ADDR, "-p", str(IPERF_PORT), "-C", "cubic",
-                                       "-t", "20", "-O", "2", "-J", timeout=60))
-        finally:
-            server.wait(timeout=30)
-    got = out["end"]["sum_received"]["bits_per_second"]
+        server = traffic.iperf3_server(p.receivers[0])
+        tcp = traffic.parse_iperf3(traffic.iperf3_client(p.senders[0], p.RCV_ADDR, 20, cc="cubic",
+                                                         omit=2).wait(60))
+        server.wait(30)
+    got = tcp.mbps * 1e6
     # TCP payload per frame: 1448 bytes (timestamps on) of 1514.
     capacity = 100e6 * 1448 / 1514
     record(goodput_mbps=round(got / 1e6, 2), capacity_mbps=round(capacity / 1e6, 2),
