@@ -12,25 +12,18 @@
 //!
 //!     cargo run --release -p braid-sim --example pulse -- [PERIOD_MS,...]
 
+#[path = "../tests/harness/mod.rs"]
+mod harness;
+
 use braid_cc::native::Arith;
 use braid_sim::{poisson, Flow, FlowView, Run, MSS};
+use harness::{cfg, many, MS, S};
 
-const S: u64 = 1_000_000_000;
-const MS: u64 = 1_000_000;
 /// The competitors' rate is sampled this often.
 const BIN: u64 = 100 * MS;
 /// Measured from FROM to TO seconds (after the competitors' start).
 const FROM: u64 = 20;
 const TO: u64 = 80;
-
-fn many(n: usize, f: Flow) -> Vec<Flow> {
-    (0..n)
-        .map(|i| Flow {
-            start_ns: f.start_ns + i as u64 * 37 * MS,
-            ..f
-        })
-        .collect()
-}
 
 struct Case {
     name: &'static str,
@@ -120,8 +113,6 @@ fn cases() -> Vec<Case> {
 
 /// The pulse's rate and the competitors', Mb/s, at each bin.
 fn run(c: &Case, period_ms: u64) -> (f64, Vec<(f64, f64, f64)>) {
-    let cfg = braid_link::spec::parse(&format!("{} delay {}ms 1ms", c.link, c.rtt_ms / 2.0))
-        .expect("a valid link spec");
     let mut flows = vec![Flow::stiff(
         c.pulse.0 * 1e6,
         c.pulse.1 * 1e6,
@@ -134,7 +125,7 @@ fn run(c: &Case, period_ms: u64) -> (f64, Vec<(f64, f64, f64)>) {
         counts.push((now, views[0].delivered, others));
         (Vec::new(), BIN)
     };
-    let run = Run::new(cfg, (c.rtt_ms / 2.0 * 1e6) as u64, &flows);
+    let run = Run::new(cfg(c.link, c.rtt_ms), (c.rtt_ms / 2.0 * 1e6) as u64, &flows);
     let out = run.measure_steered(FROM * S, TO * S, FROM * S, &mut steer);
     let mbps = |n: u64, dt: f64| n as f64 * MSS as f64 * 8.0 / dt / 1e6;
     let bins = counts
