@@ -32,6 +32,7 @@ deb:
 	bash scripts/deb.sh
 
 bench-link: setup
+	cargo build --release -p braid-link --example flood
 	.venv/bin/python benches/link.py
 
 bench-engine: setup

@@ -142,18 +142,21 @@ def ping_report(text: str) -> tuple[_records.Ping, list[_records.Rtt]]:
 
 # --- iperf3 ------------------------------------------------------------------------------
 
-def iperf3_server(host, port: int = IPERF_PORT, name: str | None = None) -> Running:
-    """One iperf3 server that answers one test, then exits with its JSON."""
-    r = start(host, ["iperf3", "-s", "-1", "-J", "-p", str(port)], name or f"iperf3-server-{port}")
+def iperf3_server(host, port: int = IPERF_PORT, name: str | None = None, cpu: int | None = None) -> Running:
+    """One iperf3 server that answers one test, then exits with its JSON; `cpu` pins it there."""
+    argv = ["iperf3", "-s", "-1", "-J", "-p", str(port)] + (["-A", str(cpu)] if cpu is not None else [])
+    r = start(host, argv, name or f"iperf3-server-{port}")
     time.sleep(0.3)
     return r
 
 
 def iperf3_client(host, server: str, seconds: float, *, port: int = IPERF_PORT, cc: str | None = None,
                   parallel: int = 1, udp_rate: str | None = None, length: int | None = None,
-                  omit: int | None = None, name: str | None = None) -> Running:
-    """`omit`: seconds of the start (slow start) left out of the test's figures."""
+                  omit: int | None = None, name: str | None = None, cpu: int | None = None) -> Running:
+    """`omit`: seconds of the start (slow start) left out of the test's figures; `cpu` pins it there."""
     argv = ["iperf3", "-c", server, "-p", str(port), "-t", str(seconds), "-J", "-P", str(parallel)]
+    if cpu is not None:
+        argv += ["-A", str(cpu)]
     if omit:
         argv += ["-O", str(omit)]
     if cc:
