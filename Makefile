@@ -32,7 +32,7 @@ deb:
 	bash scripts/deb.sh
 
 bench-link: setup
-	cargo build --release -p braid-link --example flood
+	cargo build --release -p braid-traffic --example flood
 	.venv/bin/python benches/link.py
 
 bench-engine: setup

@@ -10,7 +10,7 @@ build from before a change, beside this one).
    1500, 9014 at MTU 9000) offered without limit, and one TCP stream. What the receiver got is
    the forwarding throughput: the hosts' stacks and braid-link together, on two cores.
    braid-link's own ceiling: frames offered faster than it forwards them by
-   crates/braid-link/examples/flood.rs on the other core (injected into the router's
+   crates/braid-traffic/examples/flood.rs on the other core (injected into the router's
    interface by the kernel at MTU 1500, sent from the sending host's at 9000), addressed so
    that the receiving host drops each at its first check; what braid-link sent is its ceiling.
 2. Delay error: braid-link's release lateness (how long after its due time
@@ -79,7 +79,7 @@ def ceiling(mtu: int = 1500) -> dict:
 
 
 def flood_binary() -> Path:
-    """The frame source, built beside braid (cargo build --release -p braid-link --example flood): the
+    """The frame source, built beside braid (cargo build --release -p braid-traffic --example flood): the
     same source for every braid-link measured, --also's included."""
     from braidlab.braid import binary
     return Path(binary()).parent / "examples" / "flood"
@@ -88,7 +88,7 @@ def flood_binary() -> Path:
 def ceiling_alone(mtu: int = 1500, seconds: float = SECONDS) -> dict:
     flood = flood_binary()
     if not flood.exists():
-        raise SystemExit(f"{flood} is missing: cargo build --release -p braid-link --example flood")
+        raise SystemExit(f"{flood} is missing: cargo build --release -p braid-traffic --example flood")
     frame = mtu + 14
     # The kernel injects frames up to a page into the router's interface; larger ones are sent
     # from the sending host's (examples/flood.rs says why).
@@ -112,7 +112,7 @@ def ceiling_alone(mtu: int = 1500, seconds: float = SECONDS) -> dict:
     return {"mtu": mtu, "via": via, "offered_frames_per_s": offered["frames_per_s"], "frames_per_s": round(fps),
             "wire_gbps": round(fps * frame * 8 / 1e9, 3),
             # A build from before the drops were counted has no such field.
-            "overruns_per_s": round((b["ab"].get("rx_kernel_drops", 0) - a["ab"].get("rx_kernel_drops", 0)) / dt)
+            "overruns_per_s": round((b["ab"]["rx_kernel_drops"] - a["ab"]["rx_kernel_drops"]) / dt)
             if "rx_kernel_drops" in b["ab"] else None,
             "tx_errors": b["ab"]["tx_errors"] - a["ab"]["tx_errors"],
             "link_cpu_s_per_s": round(cpu / dt, 2), "cpu_us_per_frame": round(cpu / sent * 1e6, 2) if sent else None}

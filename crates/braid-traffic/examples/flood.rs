@@ -27,6 +27,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use braid_traffic::icmp::checksum;
+
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
 const BPF_PROG_TYPE_XDP: u32 = 6;
@@ -181,19 +183,6 @@ fn load_pass() -> Result<OwnedFd, String> {
             ))
         }
     }
-}
-
-/// RFC 1071's checksum: the ones' complement of the ones' complement sum of
-/// the 16-bit words.
-fn checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = bytes
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// An Ethernet frame of `len` bytes (header included) carrying one UDP
@@ -474,15 +463,6 @@ mod tests {
     fn checksum_of_a_header_with_its_checksum_is_zero() {
         let f = frame(1514).unwrap();
         assert_eq!(checksum(&f[14..34]), 0);
-    }
-
-    #[test]
-    fn rfc1071_example() {
-        // RFC 1071 section 3's words 0001 f203 f4f5 f6f7 sum to ddf2.
-        assert_eq!(
-            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
-            !0xddf2
-        );
     }
 
     #[test]
