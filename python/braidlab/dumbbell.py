@@ -65,11 +65,13 @@ class Dumbbell(_Testbed):
     `access` is the hosts' link rate ("100mbit"), None for unlimited.
     `run_dir` keeps the manifest, braid-link's stats and event log and the hosts' logs; without
     it they go to a temporary directory that is removed with the testbed.
+    `busy_wait` has braid-link poll rather than sleep when a frame is due sooner than the
+    machine wakes (braid-link --busy-wait): on time where the VM wakes late, but a core spent.
     """
 
     def __init__(self, forward: str, reverse: str = "", *, pairs: int = 1, access: str | None = None,
                  mtu: int = 1500, tag: str = "db", run_dir=None, events: bool = False, cpu: int | None = None,
-                 seeds: dict | None = None):
+                 seeds: dict | None = None, busy_wait: bool = False):
         if not 1 <= pairs <= 200:
             raise ValueError(f"a dumbbell has 1 to 200 pairs, not {pairs}")
         if not 576 <= mtu <= 9000:
@@ -84,6 +86,7 @@ class Dumbbell(_Testbed):
         self.stats_path = self.run_dir / "link-stats.json"
         self.events_path = self.run_dir / "link-events.csv" if events else None
         self.cpu = cpu
+        self.busy_wait = busy_wait
         self.seeds = dict(seeds or {})
         self.link: subprocess.Popen | None = None
         self.senders: list[Host] = []
@@ -151,6 +154,8 @@ class Dumbbell(_Testbed):
             argv += ["--events", str(self.events_path)]
         if self.cpu is not None:
             argv += ["--cpu", str(self.cpu)]
+        if self.busy_wait:
+            argv.append("--busy-wait")
         return argv
 
     def _start_link(self) -> None:

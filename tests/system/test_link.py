@@ -53,6 +53,26 @@ def test_idle_rtt_matches_the_configured_delay_without_reordering(record):
     assert seqs == sorted(seqs) and summary.reordered == 0, "probes came back out of order"
 
 
+def test_busy_wait_keeps_the_delay_and_measures_the_machines_wakes(record):
+    # Probes every 10 ms leave braid-link idle between them: it sleeps, and each sleep's end tells
+    # how late the machine wakes; with --busy-wait it polls the last part of each wait instead.
+    with LinkPath("rate 100mbit delay 17ms limit 1000", "delay 17ms", tag="bwait", busy_wait=True) as p:
+        summary, rtts, seqs = _probe(p, 3)
+        stats = p.stats()
+    want = 34.0 + _frame_time_ms(1468, 100e6)
+    med = _quantile(rtts, 0.5)
+    woke, late = stats["wake_late_ns"], {d: stats[d]["late_ns"] for d in ("ab", "ba")}
+    record(configured_ms=round(want, 3), median_ms=med, woke_ns=woke, late_ns=late)
+    assert stats["busy_wait"] is True
+    assert len(rtts) == 300, f"{summary.lost} probes lost on an idle link"
+    assert abs(med - want) <= max(0.2, 0.02 * want), f"median RTT {med} ms, configured {want:.3f} ms"
+    assert seqs == sorted(seqs) and summary.reordered == 0, "probes came back out of order"
+    # It slept between probes (each sleep's oversleep recorded), and polls within the margin it
+    # learnt from them, so the margin is one of the oversleeps it saw.
+    assert woke["max"] > 0, "braid-link recorded no timed sleep in 3 s of probes 10 ms apart"
+    assert 0 < woke["margin"] <= woke["max"] * 1.125, woke
+
+
 def _iperf_udp(path, rate, length, seconds):
     server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "-J"])
     try:

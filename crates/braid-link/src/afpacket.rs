@@ -255,8 +255,9 @@ pub fn now_ns() -> u64 {
 
 /// Sleeps until a port is readable or `timeout_ns` passes (None: no deadline).
 /// ppoll takes a timespec, so the wait has nanosecond resolution (with the
-/// timer slack set to 1 ns) instead of poll's milliseconds.
-pub fn wait(ports: &[Port; 2], timeout_ns: Option<u64>) {
+/// timer slack set to 1 ns) instead of poll's milliseconds. Returns ppoll's
+/// result: 0 when the time passed with nothing to read.
+pub fn wait(ports: &[Port; 2], timeout_ns: Option<u64>) -> i32 {
     let mut fds = [
         libc::pollfd {
             fd: ports[0].fd.as_raw_fd(),
@@ -277,5 +278,5 @@ pub fn wait(ports: &[Port; 2], timeout_ns: Option<u64>) {
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: fds and tp are valid for the call; EINTR (a signal) just returns.
-    unsafe { libc::ppoll(fds.as_mut_ptr(), 2, tp, std::ptr::null()) };
+    unsafe { libc::ppoll(fds.as_mut_ptr(), 2, tp, std::ptr::null()) }
 }
