@@ -29,6 +29,7 @@ const REFRESH: usize = WINDOW / 8;
 #[derive(Clone, Debug)]
 pub struct Wake {
     recent: Vec<u64>,
+    scratch: Vec<u64>,
     next: usize,
     since: usize,
     margin: u64,
@@ -39,6 +40,7 @@ impl Default for Wake {
     fn default() -> Self {
         Wake {
             recent: Vec::with_capacity(WINDOW),
+            scratch: Vec::with_capacity(WINDOW),
             next: 0,
             since: 0,
             margin: 0,
@@ -62,10 +64,13 @@ impl Wake {
         // oversleeps are all there is to go by.
         if self.since >= REFRESH || self.recent.len() < WINDOW {
             self.since = 0;
-            let mut sorted = self.recent.clone();
-            sorted.sort_unstable();
-            let at = ((sorted.len() as f64 * QUANTILE).ceil() as usize).clamp(1, sorted.len());
-            self.margin = sorted[at - 1];
+            // Read in a scratch copy kept from the last reading: no allocation
+            // and no full sort on braid-link's loop, one selection.
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&self.recent);
+            let n = self.scratch.len();
+            let at = ((n as f64 * QUANTILE).ceil() as usize).clamp(1, n);
+            self.margin = *self.scratch.select_nth_unstable(at - 1).1;
         }
     }
 
