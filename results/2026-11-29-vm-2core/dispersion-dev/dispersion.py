@@ -1,6 +1,7 @@
 """What a receiving end can see of the bottleneck's rate: a development measurement.
 
     .venv/bin/python results/2026-11-29-vm-2core/dispersion-dev/dispersion.py [--seconds S] [--only NAME]
+        [--readers one,four,batched] [--out DIR] [--keep]
 
 auto cannot tell others who carry a tenth of the path from an idle lossy path
 by anything its sender sees (docs/auto.md); the bottleneck's rate mu would tell
@@ -37,6 +38,7 @@ from pathlib import Path
 SO_TIMESTAMPNS = 35
 SCM_TIMESTAMPNS = SO_TIMESTAMPNS
 PORT = 5301
+REPO = Path(__file__).resolve().parents[3]
 # Frame bytes per payload byte on the wire (1448 payload in a 1514-byte frame: Ethernet, IP,
 # TCP with timestamps).
 WIRE_PER_PAYLOAD = 1514 / 1448
@@ -119,17 +121,23 @@ def load(path: Path) -> tuple[list[int], list[int]]:
     return list(ts), list(nb)
 
 
+def read_rates(ts: list[int], nb: list[int], lo: int, hi: int):
+    """(payload bit/s, bytes) of reads lo..hi-1: each read's bytes over the time since the read
+    before it (reads stamped at the same instant are left out)."""
+    for i in range(max(lo, 1), hi):
+        dt = ts[i] - ts[i - 1]
+        if dt > 0:
+            yield nb[i] * 8 / (dt / 1e9), nb[i]
+
+
 def mode_rate(ts: list[int], nb: list[int], lo: int, hi: int) -> float | None:
     """The densest 2 % bin (on a log scale) of the rates reads lo..hi-1 arrived at, each read
     weighted by its bytes: a packet that left the bottleneck right behind one of its group's
     counts once at mu whatever else did. Payload bit/s; knows nothing of the link."""
     bins: dict[int, float] = {}
-    for i in range(max(lo, 1), hi):
-        dt = ts[i] - ts[i - 1]
-        if dt <= 0:
-            continue
-        b = round(math.log(nb[i] * 8 / (dt / 1e9)) / math.log(1.02))
-        bins[b] = bins.get(b, 0.0) + nb[i]
+    for rate, n in read_rates(ts, nb, lo, hi):
+        b = round(math.log(rate) / math.log(1.02))
+        bins[b] = bins.get(b, 0.0) + n
     if not bins:
         return None
     return 1.02 ** max(bins, key=bins.get)
@@ -143,8 +151,7 @@ def analyse(ts: list[int], nb: list[int], rate_bps: float, skip_s: float) -> dic
     first = next((i for i, t in enumerate(ts) if t - t0 >= skip_s * 1e9), len(ts))
     if first >= len(ts) - 1:
         return {}
-    fr = sorted(nb[i] * 8 / ((ts[i] - ts[i - 1]) / 1e9) / payload_bps
-                for i in range(max(first, 1), len(ts)) if ts[i] > ts[i - 1])
+    fr = sorted(rate / payload_bps for rate, _ in read_rates(ts, nb, first, len(ts)))
     q = lambda p: fr[min(len(fr) - 1, int(p * len(fr)))]
     span = (ts[-1] - ts[first]) / 1e9
     whole = mode_rate(ts, nb, first, len(ts))
@@ -168,20 +175,20 @@ def analyse(ts: list[int], nb: list[int], rate_bps: float, skip_s: float) -> dic
 
 
 SCENARIOS = [
-    # name, forward spec, reverse spec, link rate bit/s, cross traffic (iperf3 args or None)
+    # name, forward spec, reverse spec, link rate bit/s, cross traffic (traffic.iperf3_client's options)
     ("100M-40ms-idle", "rate 100mbit delay 20ms limit 333", "delay 20ms", 100e6, None),
     ("100M-40ms-idle-1e-4", "rate 100mbit delay 20ms limit 333 loss random 0.01%", "delay 20ms", 100e6, None),
     ("100M-40ms-4reno-1e-4", "rate 100mbit delay 20ms limit 333 loss random 0.01%", "delay 20ms", 100e6,
-     ["-P", "4", "-C", "reno"]),
-    ("100M-40ms-4cubic", "rate 100mbit delay 20ms limit 333", "delay 20ms", 100e6, ["-P", "4", "-C", "cubic"]),
-    ("100M-40ms-udp40", "rate 100mbit delay 20ms limit 333", "delay 20ms", 100e6, ["-u", "-b", "40M"]),
+     {"parallel": 4, "cc": "reno"}),
+    ("100M-40ms-4cubic", "rate 100mbit delay 20ms limit 333", "delay 20ms", 100e6, {"parallel": 4, "cc": "cubic"}),
+    ("100M-40ms-udp40", "rate 100mbit delay 20ms limit 333", "delay 20ms", 100e6, {"udp_rate": "40M"}),
     ("500M-100ms-4cubic-1e-4", "rate 500mbit delay 50ms limit 4167 loss random 0.01%", "delay 50ms", 500e6,
-     ["-P", "4", "-C", "cubic"]),
+     {"parallel": 4, "cc": "cubic"}),
     ("1G-40ms-idle-1e-5", "rate 1gbit delay 20ms limit 3333 loss random 0.001%", "delay 20ms", 1e9, None),
     ("1G-100ms-4cubic-1e-4", "rate 1gbit delay 50ms limit 8333 loss random 0.01%", "delay 50ms", 1e9,
-     ["-P", "4", "-C", "cubic"]),
-    ("1G-100ms-1cubic", "rate 1gbit delay 50ms limit 8333", "delay 50ms", 1e9, ["-P", "1", "-C", "cubic"]),
-    ("100M-10ms-16reno", "rate 100mbit delay 5ms limit 83", "delay 5ms", 100e6, ["-P", "16", "-C", "reno"]),
+     {"parallel": 4, "cc": "cubic"}),
+    ("1G-100ms-1cubic", "rate 1gbit delay 50ms limit 8333", "delay 50ms", 1e9, {"parallel": 1, "cc": "cubic"}),
+    ("100M-10ms-16reno", "rate 100mbit delay 5ms limit 83", "delay 5ms", 100e6, {"parallel": 16, "cc": "reno"}),
 ]
 
 
@@ -191,7 +198,8 @@ READERS = {"one": (1, 0.0), "four": (4, 0.0), "batched": (1, 0.002)}
 
 def run(seconds: float, only: str | None, out_dir: Path, keep: bool = False,
         readers: tuple[str, ...] = ("one",)) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
+    sys.path.insert(0, str(REPO / "python"))
+    from braidlab import traffic
     from braidlab.dumbbell import Dumbbell
     from braidlab.netns import stop
 
@@ -206,11 +214,9 @@ def run(seconds: float, only: str | None, out_dir: Path, keep: bool = False,
             snd, rcv = db.senders[0], db.receivers[0]
             procs = []
             if cross:
-                procs.append(db.receivers[1].popen(["iperf3", "-s", "-1", "-p", "5201"], name="cross-s"))
-                time.sleep(0.3)
-                procs.append(db.senders[1].popen(
-                    ["iperf3", "-c", db.receivers[1].addr, "-p", "5201", "-t", str(seconds + 8)] + cross,
-                    name="cross-c"))
+                procs.append(traffic.iperf3_server(db.receivers[1], name="cross-s"))
+                procs.append(traffic.iperf3_client(db.senders[1], db.receivers[1].addr, seconds + 8,
+                                                   name="cross-c", **cross))
                 time.sleep(5)
             trace = out_dir / f"{name}-{reader}.bin"
             r = rcv.popen([py, me, "recv", str(trace), str(seconds), str(streams), str(pause)], name="disp-r")
@@ -219,7 +225,8 @@ def run(seconds: float, only: str | None, out_dir: Path, keep: bool = False,
             r.wait(seconds + 30)
             s.wait(30)
             for p in procs:
-                stop(p)
+                # Ended mid-test: their exit status says nothing of the measurement.
+                stop(p.proc)
             ts, nb = load(trace)
             row = {"scenario": name, "reader": reader, **analyse(ts, nb, rate, skip_s=5.0)}
             if not keep:
@@ -239,7 +246,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--out", type=Path, default=Path("/work/runs/dispersion"))
+    ap.add_argument("--out", type=Path, default=REPO / "runs" / "dispersion")
     ap.add_argument("--keep", action="store_true", help="keep each scenario's reads (.bin)")
     ap.add_argument("--readers", default="one", help="comma-separated, of " + ", ".join(READERS))
     a = ap.parse_args()
