@@ -132,6 +132,9 @@ class MeasuredCell:
     long_flows: int | None = None
     # A second braid beside the method (a scenario's `braid`): its mode and Mb/s over the window.
     cross_braid: dict[str, Any] | None = None
+    # The path's bottleneck, Mb/s of payload, as the receiving end's arrivals showed it and the
+    # sender last heard (path::dispersion); None from builds before it, or before it was seen.
+    bottleneck_mbps: float | None = None
 
     @classmethod
     def from_json(cls, d: dict) -> MeasuredCell:

@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["VERSION", "VECTORS", "parse", "load", "to_json", "Record"]
 
-VERSION = 3
+VERSION = 4
 VECTORS = Path(__file__).resolve().parents[2] / "crates" / "braid" / "vectors" / "records.jsonl"
 
 
@@ -44,6 +44,7 @@ class Interval:
     t: float
     bytes: int
     mbps: float
+    bottleneck_mbps: float | None
     streams: list[StreamSample]
 
 
@@ -64,6 +65,7 @@ class Steered:
     shared: bool | None
     share_mbps: float | None
     phase: str | None
+    bottleneck_mbps: float | None
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ class Summary:
     requeued_blocks: int
     windows_repaired: int | None
     sealed: str
+    bottleneck_mbps: float | None
     streams: list[StreamSummary]
     transfer: Transfer | None
 

@@ -342,6 +342,9 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         out["at_omit"] = at_omit(report.intervals, omit)
     if s.windows_repaired is not None:
         out["windows_repaired"] = s.windows_repaired
+    if s.bottleneck_mbps is not None:
+        # The receiving end's view of the bottleneck (its arrivals' dispersion), as the sender heard it.
+        out["bottleneck_mbps"] = s.bottleneck_mbps
     if groups:
         # iperf3's clock starts when its test does, a moment after the process: close enough at 1 s bins.
         # A delayed start moves iperf3's clock: its zero is the arrival.

@@ -90,6 +90,7 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
             }
         }
         Message::Progress { bytes } | Message::Close { bytes } => w.u64(*bytes),
+        Message::Bottleneck { bytes_per_sec } => w.u64(*bytes_per_sec),
         Message::Error { code, message } => {
             w.u16(*code);
             w.str(message);
@@ -296,6 +297,9 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
         }
         12 => Message::Progress {
             bytes: r.named("progress").u64()?,
+        },
+        25 => Message::Bottleneck {
+            bytes_per_sec: r.named("bottleneck").u64()?,
         },
         13 => {
             r.what = "error";
@@ -506,6 +510,12 @@ mod tests {
         assert_eq!(
             bytes(&Message::Progress { bytes: 0x0102 }),
             [0, 0, 0, 9, 12, 0, 0, 0, 0, 0, 0, 1, 2]
+        );
+        assert_eq!(
+            bytes(&Message::Bottleneck {
+                bytes_per_sec: 125_000_000
+            }),
+            [0, 0, 0, 9, 25, 0, 0, 0, 0, 7, 0x73, 0x59, 0x40]
         );
         assert_eq!(bytes(&Message::Detach { stream: 7 }), [0, 0, 0, 3, 8, 0, 7]);
         assert_eq!(
@@ -761,6 +771,7 @@ mod tests {
                     }
                 }),
             any::<u64>().prop_map(|bytes| Message::Progress { bytes }),
+            any::<u64>().prop_map(|bytes_per_sec| Message::Bottleneck { bytes_per_sec }),
             (any::<u16>(), "\\PC{0,80}")
                 .prop_map(|(code, message)| Message::Error { code, message }),
             any::<u64>().prop_map(|bytes| Message::Close { bytes }),

@@ -36,5 +36,6 @@ pub use message::{
 };
 
 /// The protocol version this build speaks; a peer with another is refused.
-/// 3: every frame after the handshake is sealed (see [`seal`]).
-pub const VERSION: u16 = 3;
+/// 3: every frame after the handshake is sealed (see [`seal`]); 4: the
+/// receiver tells the sender the bottleneck's rate it sees (`Bottleneck`).
+pub const VERSION: u16 = 4;

@@ -266,6 +266,12 @@ pub enum Message {
     Progress {
         bytes: u64,
     },
+    /// The receiving end's estimate of the path's bottleneck rate, from when
+    /// its streams' bytes arrive (payload bytes a second): for the sender's
+    /// steer, on a data connection, about once a second.
+    Bottleneck {
+        bytes_per_sec: u64,
+    },
     Error {
         code: u16,
         message: String,
@@ -344,6 +350,7 @@ impl Message {
             Message::Block { .. } => 10,
             Message::Ranges { .. } => 11,
             Message::Progress { .. } => 12,
+            Message::Bottleneck { .. } => 25,
             Message::Error { .. } => 13,
             Message::Close { .. } => 14,
             Message::Verify { .. } => 15,

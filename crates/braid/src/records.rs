@@ -1,6 +1,6 @@
 //! Every JSON line braid prints, as typed and versioned records: the one
 //! contract between braid and its laboratory. Each line is an object
-//! `{"type": T, "version": 3, ...}` whose `type` names one record across all
+//! `{"type": T, "version": 4, ...}` whose `type` names one record across all
 //! of braid's commands:
 //!
 //! | type | printed by | when |
@@ -33,7 +33,7 @@
 use braid_cc::{SocketSettings, TcpInfo};
 use serde::Serialize;
 
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// A record: its fields, and the `type` it is printed with.
 pub trait Record: Serialize {
@@ -81,6 +81,10 @@ pub struct Summary {
     /// How the session's connections were sealed: `aes-256-gcm`,
     /// `chacha20-poly1305`, or `plain` where both ends agreed to no sealing.
     pub sealed: &'static str,
+    /// The path's bottleneck, Mb/s of payload, as the receiving end's
+    /// arrivals showed it (`path::dispersion`; at the sending end, the
+    /// receiver's last word): null until it had enough of them.
+    pub bottleneck_mbps: Option<f64>,
     pub streams: Vec<StreamSummary>,
     /// What a send or get did with each file (none for a bench).
     pub transfer: Option<Transfer>,
@@ -173,6 +177,8 @@ pub struct Interval {
     pub t: f64,
     pub bytes: u64,
     pub mbps: f64,
+    /// The path's bottleneck as this end knows it now (see `Summary`).
+    pub bottleneck_mbps: Option<f64>,
     pub streams: Vec<StreamSample>,
 }
 
@@ -205,6 +211,8 @@ pub struct Steered {
     pub share_mbps: Option<f64>,
     /// Auto: its phase (start, grow, full, yield, test, fair).
     pub phase: Option<&'static str>,
+    /// Auto: the path's bottleneck it knows, Mb/s of payload (the receiving end's word).
+    pub bottleneck_mbps: Option<f64>,
 }
 
 /// `braid traffic udp`'s account of what it sent.
@@ -437,6 +445,7 @@ mod tests {
                 t: 1.0,
                 bytes: 5_000_000,
                 mbps: 40.0,
+                bottleneck_mbps: Some(94.912),
                 streams: vec![StreamSample {
                     stream: 0,
                     bytes: 5_000_000,
@@ -465,6 +474,7 @@ mod tests {
                 shared: Some(true),
                 share_mbps: Some(11.75),
                 phase: Some("fair"),
+                bottleneck_mbps: Some(94.9),
             }),
             line(&Summary {
                 kind: "send",
@@ -482,6 +492,7 @@ mod tests {
                 requeued_blocks: 0,
                 windows_repaired: Some(0),
                 sealed: "aes-256-gcm",
+                bottleneck_mbps: None,
                 streams: vec![stream],
                 transfer: Some(Transfer {
                     sent: 1,

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use braid_cc::TcpInfo;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::path::dispersion::Dispersion;
 use crate::records::{self, Interval, StreamSample, StreamSummary, Summary};
 
 /// How a session reports.
@@ -91,6 +92,12 @@ pub struct Telemetry {
     /// The progress line kept in place on a terminal; None where stderr is a
     /// file or a pipe, which get a line per interval instead.
     bar: Option<ProgressBar>,
+    /// When the receiving end's streams' bytes arrived (their reads stamp it).
+    pub arrivals: Arc<Mutex<Dispersion>>,
+    /// The path's bottleneck, payload bytes a second (0 while unknown): the
+    /// receiving end's latest estimate, or at the sending end the receiver's
+    /// latest word.
+    bottleneck: AtomicU64,
 }
 
 /// How a report says how a session was sealed: an unsealed one in words
@@ -114,7 +121,32 @@ impl Telemetry {
             output,
             stop: AtomicBool::new(false),
             bar: (output.human() && std::io::stderr().is_terminal()).then(progress_bar),
+            arrivals: Arc::new(Mutex::new(Dispersion::new())),
+            bottleneck: AtomicU64::new(0),
         })
+    }
+
+    /// The bottleneck as the arrivals at this (receiving) end show it now,
+    /// payload bytes a second, kept as this end's word; none until they
+    /// show it.
+    pub fn measure_bottleneck(&self) -> Option<u64> {
+        let b = self.arrivals.lock().ok()?.estimate()? as u64;
+        self.set_bottleneck(b);
+        Some(b)
+    }
+
+    /// The receiving end's word on the bottleneck, heard at the sending end.
+    pub fn set_bottleneck(&self, bytes_per_sec: u64) {
+        self.bottleneck.store(bytes_per_sec, Ordering::Relaxed);
+    }
+
+    /// The bottleneck, payload bytes a second, if this end knows it.
+    pub fn bottleneck(&self) -> Option<u64> {
+        Some(self.bottleneck.load(Ordering::Relaxed)).filter(|&b| b > 0)
+    }
+
+    fn bottleneck_mbps(&self) -> Option<f64> {
+        self.bottleneck().map(|b| round3(b as f64 * 8.0 / 1e6))
     }
 
     /// A stream's (new) connection, sampled from now on.
@@ -262,6 +294,7 @@ impl Telemetry {
                     t: round3(t),
                     bytes: total,
                     mbps: mbps(delta, dt),
+                    bottleneck_mbps: self.bottleneck_mbps(),
                     streams,
                 });
             }
@@ -362,6 +395,7 @@ impl Telemetry {
             requeued_blocks: 0,
             windows_repaired: None,
             sealed: "",
+            bottleneck_mbps: self.bottleneck_mbps(),
             streams,
             transfer: None,
         }

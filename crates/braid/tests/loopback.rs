@@ -257,6 +257,23 @@ fn a_bench_counts_the_same_bytes_at_both_ends() {
     assert_eq!(r.peer_bytes, Some(r.bytes));
 }
 
+/// The receiving end's streams stamp their reads and tell the sender the
+/// bottleneck they show, whichever end sends (loopback has no bottleneck of
+/// its own: that a word arrives is what is checked, not its value).
+#[test]
+fn the_receivers_word_on_the_bottleneck_reaches_the_sender() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    for flags in [0, braid_wire::FLAG_REVERSE] {
+        let mut p = params(Kind::Bench, 2);
+        p.duration_ms = 2500;
+        p.flags = flags;
+        let s = client::bench(&config(&addr, p, TOKEN)).unwrap();
+        let b = s.bottleneck_mbps;
+        assert!(b.is_some_and(|b| b > 0.0), "{} end: {b:?}", s.role);
+    }
+}
+
 /// A 60 s bench the client's signal stops after half a second: it ends with
 /// what moved, in a few seconds (its streams block in the socket calls; the
 /// signal shuts them), sending or, reversed, receiving.

@@ -41,6 +41,8 @@
 //!   S -> C  Accepted {session}
 //!   sender -> receiver  Block {file, offset, len} + bytes, ...
 //!   receiver -> sender  Progress {bytes}     cumulative on this connection: acknowledges a prefix
+//!   receiver -> sender  Bottleneck {bytes_per_sec}  the path's bottleneck as the receiver's
+//!                                            arrivals show it (path::dispersion), about each second
 //!   sender -> receiver  Detach               the transfer is over, or this stream leaves
 //!   (a connection that dies gives its unacknowledged blocks back; the client attaches again)
 //!
@@ -52,7 +54,7 @@
 //!   receiver -> sender  Close {bytes}
 //!
 //! bench: the streams carry bare data (sealed records of zeros) until the sender's
-//!   deadline; then sender -> receiver Close {bytes}, receiver -> sender Close {bytes}.
+//!   deadline (and Bottleneck back, as above); then sender -> receiver Close {bytes}, receiver -> sender Close {bytes}.
 //!
 //! a sealed connection ends with the sender's sealed END record, so a connection cut
 //! short is never taken for a finished one; a record that does not open (changed,

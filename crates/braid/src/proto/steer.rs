@@ -41,6 +41,8 @@ pub struct SteerState {
     pub share_bps: Option<f64>,
     /// The steer's phase (auto: start, grow, full, yield, test, fair).
     pub phase: Option<&'static str>,
+    /// The bottleneck's rate the steer knows, bytes a second (auto: the receiver's word).
+    pub bottleneck_bps: Option<f64>,
 }
 
 /// What a steer asks for.
@@ -66,6 +68,10 @@ pub trait Steer: Send {
     fn state(&self) -> Option<SteerState> {
         None
     }
+    /// The receiving end's latest word on the path's bottleneck, payload
+    /// bytes a second (`path::dispersion`), before a tick; a steer that
+    /// does not use it ignores it.
+    fn bottleneck(&mut self, _bytes_per_sec: f64) {}
 }
 
 /// A fixed list of steerings at given times; for tests and experiments that

@@ -4,6 +4,7 @@
 use std::io::ErrorKind;
 use std::net::Shutdown;
 use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_wire::Message;
@@ -11,9 +12,10 @@ use braid_wire::Message;
 use crate::cancel::{Cancel, WakeGuard};
 use crate::error::{Error, Result};
 use crate::proto::unexpected;
-use crate::session::conn::{Bell, Conn};
+use crate::session::conn::{Bell, Conn, FrameReader};
 use crate::session::engine::Life;
 use crate::session::pacer::Pacer;
+use crate::session::stamp::Teller;
 use crate::telemetry::Telemetry;
 
 const CHUNK: usize = 128 * 1024;
@@ -55,7 +57,8 @@ pub fn send(
     tel.set_socket(stream, conn.stream());
     let mut timeout = Duration::MAX;
     let _woken = wake_on(cancel, tel, stream, Shutdown::Write);
-    let Conn { r: _r, mut w } = conn;
+    let Conn { r, mut w } = conn;
+    let heard = hear_bottleneck(r, tel);
     let mut n = 0;
     // `keep` turns false when a steer lets this stream go: it ends as at the
     // deadline, and its connection is let go at once (at the deadline the
@@ -98,10 +101,28 @@ pub fn send(
         tel.add(stream, CHUNK as u64);
     }
     w.finish();
+    // The receiver closes once it has read the end; a peer that does not
+    // is not waited for: the listener stops at once.
+    let _ = w.stream().shutdown(Shutdown::Read);
+    let _ = heard.join();
     if left {
         tel.release(stream);
     }
     n
+}
+
+/// What a receiving end says on a bench's data connection: the bottleneck
+/// its arrivals show, kept for the sending end's steer, until the
+/// connection ends.
+fn hear_bottleneck(mut r: FrameReader, tel: &Arc<Telemetry>) -> thread::JoinHandle<()> {
+    let tel = Arc::clone(tel);
+    thread::spawn(move || {
+        while let Ok(Some(m)) = r.recv_opt() {
+            if let Message::Bottleneck { bytes_per_sec } = m {
+                tel.set_bottleneck(bytes_per_sec);
+            }
+        }
+    })
 }
 
 /// Counts until the sender closes, or the session is `over` (the ends have
@@ -120,7 +141,10 @@ pub fn receive(
     // thread waits on the socket (Linux refuses to dissolve one that has).
     let _woken = wake_on(cancel, tel, stream, Shutdown::Read);
     let _ended = wake_on(over, tel, stream, Shutdown::Read);
-    let Conn { mut r, w: _w } = conn;
+    let Conn { mut r, mut w } = conn;
+    // A socket that refuses stamps only leaves the bottleneck unseen.
+    let _ = r.stamp(Arc::clone(&tel.arrivals));
+    let mut teller = Teller::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut n = 0;
     // Only records that open count; the sender's end, a reset or a record
@@ -131,6 +155,10 @@ pub fn receive(
             Ok(k) => {
                 n += k as u64;
                 tel.add(stream, k as u64);
+                // The word is a hint: a sender gone deaf ends the count anyway.
+                if let Some(m) = teller.due(tel) {
+                    let _ = w.send(&m);
+                }
             }
         }
     }

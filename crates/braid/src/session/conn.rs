@@ -10,13 +10,15 @@
 use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use braid_wire::seal::{Keys, Opened, Opener, SealError, Sealer, DATA, DATA_AT, END, MAX_RECORD};
 use braid_wire::{decode, encode, Message, MAX_FRAME};
 
 use crate::error::{Error, Result};
+use crate::path::dispersion::Dispersion;
+use crate::session::stamp::Stamper;
 
 /// One connection, read through a buffer and written frame by frame.
 pub struct Conn {
@@ -123,7 +125,7 @@ impl Heard {
 
 /// The receiving half of a connection.
 pub struct FrameReader {
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Wire>,
     /// `None` while the handshake's frames cross in the clear.
     open: Option<Opener>,
     /// The last record's body, opened in place; its unread data is `rec[at..end]`.
@@ -140,6 +142,22 @@ pub struct FrameReader {
     /// Reads fail once this passes (the whole handshake, not each read).
     deadline: Option<Instant>,
     idle: Option<Idle>,
+}
+
+/// A connection's socket as its reader reads it: plainly, or with each read
+/// stamped for the session's view of the bottleneck.
+struct Wire {
+    stream: TcpStream,
+    stamper: Option<Stamper>,
+}
+
+impl Read for Wire {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &mut self.stamper {
+            Some(s) => s.read(&self.stream, buf),
+            None => self.stream.read(buf),
+        }
+    }
 }
 
 /// A frame buffer grows by at most this much ahead of the bytes that came:
@@ -182,7 +200,13 @@ impl Conn {
         let writer = stream.try_clone()?;
         Ok(Conn {
             r: FrameReader {
-                reader: BufReader::with_capacity(256 * 1024, stream),
+                reader: BufReader::with_capacity(
+                    256 * 1024,
+                    Wire {
+                        stream,
+                        stamper: None,
+                    },
+                ),
                 open: None,
                 rec: Vec::new(),
                 at: 0,
@@ -463,7 +487,16 @@ impl FrameWriter {
 
 impl FrameReader {
     pub fn stream(&self) -> &TcpStream {
-        self.reader.get_ref()
+        &self.reader.get_ref().stream
+    }
+
+    /// From now on each read of this connection's socket counts its bytes'
+    /// arrival in `window` (`path::dispersion`). Reads must follow the bytes
+    /// promptly for it to see the bottleneck: a receiving stream's own.
+    pub fn stamp(&mut self, window: Arc<Mutex<Dispersion>>) -> io::Result<()> {
+        let wire = self.reader.get_mut();
+        wire.stamper = Some(Stamper::new(&wire.stream, window)?);
+        Ok(())
     }
 
     /// Plaintext received and not yet taken, and bytes read from the socket
@@ -474,13 +507,13 @@ impl FrameReader {
 
     /// Whether a message has begun to arrive within `timeout`.
     pub fn wait_readable(&self, timeout: Duration) -> bool {
-        self.buffered() > 0 || readable(self.reader.get_ref(), timeout)
+        self.buffered() > 0 || readable(self.stream(), timeout)
     }
 
     /// As [`FrameReader::wait_readable`], and returns early (false) when
     /// `bell` rings.
     pub fn wait_readable_or(&self, bell: &Bell, timeout: Duration) -> bool {
-        self.buffered() > 0 || readable_or(self.reader.get_ref(), bell, timeout)
+        self.buffered() > 0 || readable_or(self.stream(), bell, timeout)
     }
 
     /// Frames above `limit` bytes are refused before any is read; an
@@ -495,7 +528,7 @@ impl FrameReader {
         self.deadline = deadline;
         if deadline.is_none() {
             let slice = self.idle.as_ref().map(|_| SLICE);
-            let _ = self.reader.get_ref().set_read_timeout(slice);
+            let _ = self.reader.get_ref().stream.set_read_timeout(slice);
         }
     }
 
@@ -515,7 +548,7 @@ impl FrameReader {
             if left.is_zero() {
                 return Err(io::ErrorKind::TimedOut.into());
             }
-            self.reader.get_ref().set_read_timeout(Some(left))?;
+            self.reader.get_ref().stream.set_read_timeout(Some(left))?;
             return self.reader.read(buf);
         }
         let began = Instant::now();

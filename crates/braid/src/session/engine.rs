@@ -671,6 +671,9 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes) -> Result<()> {
     let wanted = shared.with_core(|c| (0..c.streams()).map(|i| c.is_wanted(i)).collect::<Vec<_>>());
     let views = views(&shared.tel, |i| wanted.get(i).copied().unwrap_or(false));
+    if let Some(b) = shared.tel.bottleneck() {
+        h.steer.bottleneck(b as f64);
+    }
     let asked = h.steer.tick(elapsed, &views);
     for s in &asked {
         match s {
@@ -708,6 +711,7 @@ fn report_steer(steer: &dyn Steer, elapsed: Duration, streams: usize, notes: Not
             shared: st.shared,
             share_mbps: st.share_bps.map(|b| round3(b * 8.0 / 1e6)),
             phase: st.phase,
+            bottleneck_mbps: st.bottleneck_bps.map(|b| round3(b * 8.0 / 1e6)),
         });
     }
 }
@@ -732,6 +736,9 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
     let start = Instant::now();
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(steer.interval()) {
         let views = views(hook.tel, hook.wanted);
+        if let Some(b) = hook.tel.bottleneck() {
+            steer.bottleneck(b as f64);
+        }
         let asked = steer.tick(start.elapsed(), &views);
         for s in &asked {
             match s {

@@ -18,6 +18,7 @@ pub mod pacer;
 pub mod receive;
 pub mod send;
 pub mod server;
+pub mod stamp;
 pub mod sync;
 
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};

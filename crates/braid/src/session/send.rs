@@ -234,6 +234,9 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
         thread::spawn(move || loop {
             match r.recv_opt() {
                 Ok(Some(Message::Progress { bytes })) => shared.ack(stream, gen, bytes),
+                Ok(Some(Message::Bottleneck { bytes_per_sec })) => {
+                    shared.tel.set_bottleneck(bytes_per_sec)
+                }
                 Ok(None) => {
                     shared.lost(stream, gen, "the receiver closed the stream".into());
                     return;

@@ -1,12 +1,14 @@
 //! One receiving stream: blocks off the connection, written in place piece
 //! by piece as their records open (each record's tag vouches for its bytes),
-//! acknowledged with a running count.
+//! acknowledged with a running count; its reads are stamped, and it tells
+//! the sender the bottleneck they show (`session::stamp`).
 
 use braid_wire::Message;
 
 use super::RecvShared;
 use crate::error::Error;
 use crate::session::conn::Conn;
+use crate::session::stamp::Teller;
 
 /// A receiving stream acknowledges at least this often while blocks stream in.
 const ACK_EVERY: u64 = 4 << 20;
@@ -25,6 +27,9 @@ pub enum Ended {
 pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
     shared.tel.set_socket(stream, conn.stream());
     let Conn { mut r, mut w } = conn;
+    // A socket that refuses stamps only leaves the bottleneck unseen.
+    let _ = r.stamp(std::sync::Arc::clone(&shared.tel.arrivals));
+    let mut teller = Teller::new();
     let (mut total, mut acked) = (0u64, 0u64);
     loop {
         let m = match r.recv_opt() {
@@ -71,6 +76,11 @@ pub fn worker(stream: usize, conn: Conn, shared: &RecvShared) -> Ended {
                         return Ended::Lost(e);
                     }
                     acked = total;
+                }
+                if let Some(m) = teller.due(&shared.tel) {
+                    if let Err(e) = w.send(&m) {
+                        return Ended::Lost(e);
+                    }
                 }
             }
             Message::Detach { .. } => return Ended::Detached,

@@ -211,6 +211,9 @@ pub struct Auto {
     /// When the streams or their cap last changed: a rate over a span that
     /// reaches back before it is of another group.
     changed_at: Duration,
+    /// The bottleneck's rate, bytes a second, as the receiving end last
+    /// told it (`path::dispersion`).
+    bottleneck: Option<f64>,
 }
 
 /// The streams auto starts with, of `most`, `fair` carrying while others share the path.
@@ -250,6 +253,7 @@ impl Auto {
             now: Duration::ZERO,
             ticks: 0,
             changed_at: Duration::ZERO,
+            bottleneck: None,
         }
     }
 
@@ -726,7 +730,12 @@ impl Steer for Auto {
             },
             share_bps: self.cap,
             phase: Some(self.phase.name()),
+            bottleneck_bps: self.bottleneck,
         })
+    }
+
+    fn bottleneck(&mut self, bytes_per_sec: f64) {
+        self.bottleneck = Some(bytes_per_sec);
     }
 }
 

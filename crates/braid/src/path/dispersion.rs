@@ -1,0 +1,357 @@
+//! The bottleneck's rate µ, from when the receiving end's bytes arrive.
+//!
+//! Packets that leave the bottleneck back to back reach the receiver spaced by
+//! their size over µ, whoever else shares it (packet pairs, Keshav 1991):
+//! cross traffic between two of them, or a moment the bottleneck idles, only
+//! widens the gap, and a sender's bursts (TSO, the ACK clock) queue at any
+//! bottleneck slower than the sender's own link, so most of a stream's
+//! packets leave it right behind another of its own. A TCP socket with
+//! SO_TIMESTAMPNS tells each read when the last segment it returned arrived;
+//! a read's bytes over the time since the previous read's last segment is
+//! the rate they came at, and the fastest strong cluster of those rates,
+//! each read weighted by its bytes, is µ. It needs no privileges and knows nothing of
+//! the link; it needs prompt reads (a reader that drains what queued while
+//! it was busy elsewhere sees that pause's average, not the spacing).
+//!
+//! Pure: [`Arrivals`] turns one reader's stamps into rates, [`Dispersion`]
+//! keeps a window of rates from any number of readers and answers µ.
+
+/// Each band of rates is this much wider than the one below it: fine beside
+/// the stamps' scatter ([`SPREAD`] bands), which the clusters are read over.
+pub const BAND: f64 = 0.02;
+
+/// The reads of one cluster scatter over this many bands either side of
+/// its rate (the stamps' jitter: a few µs on the tens a packet takes at
+/// 1 Gb/s); µ's scattered within 6 % on the development paths.
+const SPREAD: usize = 3;
+
+/// Rates (bytes a second) below this are gaps, not dispersion: a read that
+/// waited this long for 1500 bytes is an idle moment of the sender.
+const SLOWEST: f64 = 1e4;
+/// Rates above this (8 Tb/s) are stamps closer than any link spaces them:
+/// segments merged into one read's stamp.
+const FASTEST: f64 = 1e12;
+
+/// How long one slot of the window covers.
+const SLOT_NS: u64 = 1_000_000_000;
+/// Slots in the window. µ is the path's and changes only with its route, so
+/// the window is long beside one second's scatter (a second's estimate can
+/// miss by several bands where the stream has few packets in it; tens of
+/// seconds did not on any development path), and short beside a transfer
+/// that needs it.
+const SLOTS: usize = 16;
+/// Reads the window needs before it answers: the densest of the few dozen
+/// bands that reads fill is then no accident of a handful.
+const MIN_READS: u64 = 100;
+
+fn bands() -> usize {
+    ((FASTEST / SLOWEST).ln() / (1.0 + BAND).ln()).ceil() as usize + 1
+}
+
+fn band_of(rate: f64) -> Option<usize> {
+    if !(SLOWEST..FASTEST).contains(&rate) {
+        return None;
+    }
+    Some(((rate / SLOWEST).ln() / (1.0 + BAND).ln()).round() as usize)
+}
+
+fn rate_of(band: usize) -> f64 {
+    SLOWEST * (1.0 + BAND).powi(band as i32)
+}
+
+/// One reader's stamps.
+#[derive(Clone, Debug, Default)]
+pub struct Arrivals {
+    last_ns: Option<u64>,
+}
+
+impl Arrivals {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The rate, bytes a second, of a read of `bytes` whose last segment
+    /// arrived at `at_ns`: none for a reader's first read, nor for one
+    /// stamped no later than the read before (a segment returned in pieces).
+    pub fn rate(&mut self, at_ns: u64, bytes: usize) -> Option<f64> {
+        let before = self.last_ns.replace(at_ns.max(self.last_ns.unwrap_or(0)))?;
+        if at_ns <= before || bytes == 0 {
+            return None;
+        }
+        Some(bytes as f64 * 1e9 / (at_ns - before) as f64)
+    }
+}
+
+/// One second of rates: the bytes that arrived in each band.
+#[derive(Clone, Debug)]
+struct Slot {
+    /// Which second (stamp / SLOT_NS) it holds.
+    second: u64,
+    bytes: Vec<u64>,
+    reads: u64,
+}
+
+/// The rates of the last [`SLOTS`] seconds of reads, from every reader.
+#[derive(Clone, Debug)]
+pub struct Dispersion {
+    slots: Vec<Slot>,
+    newest: u64,
+}
+
+impl Default for Dispersion {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Dispersion {
+    pub fn new() -> Self {
+        let slot = Slot {
+            second: u64::MAX,
+            bytes: vec![0; bands()],
+            reads: 0,
+        };
+        Dispersion {
+            slots: vec![slot; SLOTS],
+            newest: 0,
+        }
+    }
+
+    /// A read of `bytes` that came at `rate` bytes a second, stamped `at_ns`.
+    /// A stamp older than the window counts for nothing.
+    pub fn add(&mut self, at_ns: u64, rate: f64, bytes: usize) {
+        let second = at_ns / SLOT_NS;
+        if second + (SLOTS as u64) <= self.newest {
+            return;
+        }
+        let Some(band) = band_of(rate) else { return };
+        self.newest = self.newest.max(second);
+        let slot = &mut self.slots[(second % SLOTS as u64) as usize];
+        if slot.second != second {
+            slot.second = second;
+            slot.bytes.fill(0);
+            slot.reads = 0;
+        }
+        slot.bytes[band] += bytes as u64;
+        slot.reads += 1;
+    }
+
+    /// µ, bytes a second; none until the window holds [`MIN_READS`].
+    ///
+    /// Reads of packets that left the bottleneck back to back cluster at
+    /// µ; whatever separated two of them (others' packets, a moment the
+    /// sender paused, a read that came late) makes a rate below it, and
+    /// those may cluster too (a paced or ACK-clocked stream's own spacing,
+    /// its reads many bytes each); only a compression after the bottleneck
+    /// (segments stamped together) makes one above it, at a multiple of µ
+    /// and with a fraction of µ's bytes. So µ is the fastest cluster, no
+    /// slower than what arrived, that holds at least half the bytes of the
+    /// strongest such, and within it the reads' mean rate (geometric,
+    /// weighted by bytes).
+    pub fn estimate(&self) -> Option<f64> {
+        let live: Vec<&Slot> = self
+            .slots
+            .iter()
+            .filter(|s| s.second != u64::MAX && s.second + (SLOTS as u64) > self.newest)
+            .collect();
+        if live.iter().map(|s| s.reads).sum::<u64>() < MIN_READS {
+            return None;
+        }
+        let n = bands();
+        let bytes: Vec<u64> = (0..n)
+            .map(|b| live.iter().map(|s| s.bytes[b]).sum())
+            .collect();
+        let around = |b: usize| b.saturating_sub(SPREAD)..(b + SPREAD + 1).min(n);
+        let mass: Vec<u64> = (0..n).map(|b| bytes[around(b)].iter().sum()).collect();
+        // The bottleneck carries at least what arrives here: a cluster slower
+        // than that is the streams' own spacing (many paced streams, each
+        // with its packets in twos, show little else).
+        let arrived = bytes.iter().sum::<u64>() as f64 / live.len() as f64;
+        let first = band_of(arrived).unwrap_or(0);
+        let strongest = *mass[first..].iter().max()?;
+        if strongest == 0 {
+            return None;
+        }
+        let mut peak = (first..n).rev().find(|&b| 2 * mass[b] >= strongest)?;
+        // From the cluster's fast flank down to its top.
+        while peak > first && mass[peak - 1] > mass[peak] {
+            peak -= 1;
+        }
+        let (weight, logs) = around(peak).fold((0.0, 0.0), |(w, l), b| {
+            let x = bytes[b] as f64;
+            (w + x, l + x * rate_of(b).ln())
+        });
+        Some((logs / weight).exp())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A stream of `size`-byte packets leaving a bottleneck of `mu` bytes a
+    /// second in bursts of `burst`, each burst `gap` after the last ended,
+    /// read one packet at a time from `start`; returns the stamps.
+    fn bursts(start: u64, mu: f64, size: usize, burst: usize, gap: u64, n: usize) -> Vec<u64> {
+        let spacing = size as f64 * 1e9 / mu;
+        let mut t = start as f64;
+        (0..n)
+            .map(|i| {
+                t += if i % burst == 0 { gap as f64 } else { spacing };
+                t as u64
+            })
+            .collect()
+    }
+
+    fn feed(d: &mut Dispersion, a: &mut Arrivals, stamps: &[u64], size: usize) {
+        for &at in stamps {
+            if let Some(r) = a.rate(at, size) {
+                d.add(at, r, size);
+            }
+        }
+    }
+
+    fn near(got: f64, want: f64) -> bool {
+        (got / want - 1.0).abs() <= BAND
+    }
+
+    #[test]
+    fn a_reads_rate_is_its_bytes_over_the_time_since_the_last_stamp() {
+        let mut a = Arrivals::new();
+        assert_eq!(
+            a.rate(1_000, 1500),
+            None,
+            "the first read has nothing before it"
+        );
+        assert_eq!(a.rate(13_000, 1500), Some(1500.0 * 1e9 / 12_000.0));
+        assert_eq!(a.rate(13_000, 700), None, "a segment returned in pieces");
+        assert_eq!(a.rate(12_000, 700), None, "a stamp from before");
+        assert_eq!(a.rate(25_000, 1500), Some(1500.0 * 1e9 / 12_000.0));
+    }
+
+    #[test]
+    fn bursts_spaced_at_the_bottleneck_give_its_rate_whatever_the_gaps() {
+        // 1 Gb/s: 125e6 bytes a second, bursts of 8 packets, 2 ms apart (the
+        // stream moves a tenth of the path: others fill the gaps).
+        let mu = 125e6;
+        let mut d = Dispersion::new();
+        let mut a = Arrivals::new();
+        feed(&mut d, &mut a, &bursts(0, mu, 1448, 8, 2 * MS, 4000), 1448);
+        let got = d.estimate().expect("enough reads");
+        assert!(near(got, mu), "{got} against {mu}");
+    }
+
+    #[test]
+    fn two_readers_of_one_path_agree_and_count_together() {
+        let mu = 12.5e6;
+        let mut d = Dispersion::new();
+        let (mut a, mut b) = (Arrivals::new(), Arrivals::new());
+        let one = bursts(0, mu, 1448, 4, 5 * MS, 60);
+        let two = bursts(MS, mu, 1448, 4, 7 * MS, 60);
+        feed(&mut d, &mut a, &one, 1448);
+        assert_eq!(d.estimate(), None, "fewer reads than the window needs");
+        feed(&mut d, &mut b, &two, 1448);
+        let got = d.estimate().expect("both readers' reads count");
+        assert!(near(got, mu), "{got} against {mu}");
+    }
+
+    #[test]
+    fn a_reader_that_drains_late_sees_the_streams_average_not_the_spacing() {
+        // The same arrivals, read every 4 ms in one go: each read's rate is
+        // what the stream moved over 4 ms, a tenth of µ. Prompt reads matter.
+        let mu = 125e6;
+        let stamps = bursts(0, mu, 1448, 8, 2 * MS, 8000);
+        let mut d = Dispersion::new();
+        let mut a = Arrivals::new();
+        let mut since = 0;
+        let mut held = 0;
+        for &at in &stamps {
+            held += 1448;
+            if at - since >= 4 * MS {
+                if let Some(r) = a.rate(at, held) {
+                    d.add(at, r, held);
+                }
+                (since, held) = (at, 0);
+            }
+        }
+        let got = d.estimate().expect("enough reads");
+        assert!(got < mu / 4.0, "{got} against {mu}");
+    }
+
+    #[test]
+    fn the_window_forgets_a_route_it_no_longer_has() {
+        let mut d = Dispersion::new();
+        let mut a = Arrivals::new();
+        let slow = bursts(0, 12.5e6, 1448, 4, 3 * MS, 20_000);
+        feed(&mut d, &mut a, &slow, 1448);
+        assert!(near(d.estimate().unwrap(), 12.5e6));
+        let after = *slow.last().unwrap() + 1_000 * MS;
+        let fast = bursts(after, 125e6, 1448, 8, MS, 20_000);
+        feed(&mut d, &mut a, &fast, 1448);
+        // Once the old route's seconds have left the window, only the new one counts.
+        let later = *fast.last().unwrap() + SLOTS as u64 * SLOT_NS;
+        feed(
+            &mut d,
+            &mut a,
+            &bursts(later, 125e6, 1448, 8, MS, 2_000),
+            1448,
+        );
+        let got = d.estimate().unwrap();
+        assert!(near(got, 125e6), "{got}");
+    }
+
+    /// Reads at `rate` scattered ±`jitter` (a fraction) by the stamps, one a ms.
+    fn scattered(d: &mut Dispersion, from: u64, rate: f64, jitter: f64, bytes: usize, n: u64) {
+        for i in 0..n {
+            let wobble = 1.0 + jitter * (((i * 7919) % 201) as f64 / 100.0 - 1.0);
+            d.add(from + i * MS, rate * wobble, bytes);
+        }
+    }
+
+    #[test]
+    fn the_fastest_strong_cluster_is_mu_not_the_streams_own_spacing() {
+        // One-packet reads at µ, and reads of many packets at the stream's
+        // own rate (a tenth of µ) that bring more bytes than µ's.
+        let mu = 12.5e6;
+        let mut d = Dispersion::new();
+        scattered(&mut d, 0, mu, 0.05, 1448, 3000);
+        scattered(&mut d, 0, mu / 10.0, 0.02, 6000, 1000);
+        let got = d.estimate().unwrap();
+        assert!(near(got, mu), "{got} against {mu}");
+    }
+
+    #[test]
+    fn a_cluster_slower_than_what_arrived_is_not_mu_however_strong() {
+        // Sixteen paced streams, each at a sixteenth of what arrives: their
+        // own spacing holds twice the bytes µ's reads do.
+        let mu = 125e6;
+        let mut d = Dispersion::new();
+        scattered(&mut d, 0, mu, 0.05, 1448, 2000);
+        scattered(&mut d, 0, 3.5e6, 0.02, 2 * 1448, 2000);
+        // 2000 reads of each over two seconds: 4.3 MB a second arrived.
+        let got = d.estimate().unwrap();
+        assert!(near(got, mu), "{got} against {mu}");
+    }
+
+    #[test]
+    fn segments_stamped_together_after_the_bottleneck_do_not_raise_mu() {
+        let mu = 125e6;
+        let mut d = Dispersion::new();
+        scattered(&mut d, 0, mu, 0.05, 1448, 3000);
+        scattered(&mut d, 0, 2.0 * mu, 0.05, 1448, 600);
+        let got = d.estimate().unwrap();
+        assert!((got / mu - 1.0).abs() < 0.01, "{got} against {mu}");
+    }
+
+    #[test]
+    fn rates_past_any_link_or_below_any_sender_are_not_counted() {
+        let mut d = Dispersion::new();
+        for i in 0..200 {
+            d.add(i * MS, FASTEST * 2.0, 65_536);
+            d.add(i * MS, SLOWEST / 2.0, 65_536);
+        }
+        assert_eq!(d.estimate(), None);
+    }
+}
