@@ -7,7 +7,8 @@
 //!
 //! Kinds: idle reno-1 reno-4 reno-16 cubic-1 cubic-4 cubic-16 bbr-1 bbr-4 mix
 //! cubic-arrive reno-arrive web udp auto-pair. BRAID_SIM_TRACE=1 prints auto's phases;
-//! BRAID_SIM_CELL=N runs each kind's N-th cell alone.
+//! BRAID_SIM_CELL=N runs each kind's N-th cell alone; BRAID_SIM_MU scales the
+//! bottleneck's rate the sessions are told (0: none is told).
 
 #[path = "../tests/harness/mod.rs"]
 mod harness;
@@ -219,7 +220,14 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
                     "shared-band",
                     a >= 0.7 * equal.min(one) && a <= 1.25 * equal,
                 ));
-                line = format!("auto {a:.1}, equal {equal:.1}, single {one:.1}");
+                // How full the path was: where auto and the others together leave
+                // much of it unused, nobody's rate was held by the bottleneck.
+                let others = t.others(1, o.len());
+                let payload = c.rate_mbps * 1448.0 / 1500.0;
+                line = format!(
+                    "auto {a:.1}, equal {equal:.1}, single {one:.1}; others {others:.1}, path used {:.2}",
+                    (a + others) / payload
+                );
             }
         }
     }

@@ -108,6 +108,14 @@ pub fn autos(
     // BRAID_SIM_TRACE=2: every tick; 3: every tick's carrying streams too.
     let level = std::env::var("BRAID_SIM_TRACE").map_or(0, |v| v.parse().unwrap_or(1));
     let ticks = level >= 2;
+    // The bottleneck's rate as the receiving end would tell it (payload bytes
+    // a second), times BRAID_SIM_MU (1 unless given; 0: nobody tells it, as
+    // from a peer that does not measure it).
+    let mu_scale: f64 = std::env::var("BRAID_SIM_MU").map_or(1.0, |v| v.parse().unwrap_or(1.0));
+    let mu = cfg(link, rtt_ms)
+        .rate_bps
+        .map(|bps| bps as f64 / 8.0 * MSS as f64 / braid_sim::WIRE as f64 * mu_scale)
+        .filter(|m| *m > 0.0);
     let mut steer = |now: u64, views: &[FlowView]| {
         let t = now as f64 / 1e9;
         let mut asked = Vec::new();
@@ -120,6 +128,9 @@ pub fn autos(
             let a = &mut autos[k];
             let before = a.phase().name();
             let since = Duration::from_nanos(now - start(k));
+            if let Some(mu) = mu {
+                a.bottleneck(mu);
+            }
             for s in a.tick(since, &stream_views(mine)) {
                 match s {
                     Steering::Streams(n) => asked
