@@ -15,7 +15,7 @@ mod harness;
 
 use braid_cc::native::Arith;
 use braid_link::rng::Rng;
-use braid_sim::{jain, poisson, Flow};
+use braid_sim::{jain, poisson, Flow, MSS, WIRE};
 use harness::*;
 
 const KINDS: [&str; 15] = [
@@ -147,7 +147,9 @@ fn long_flows(kind: &str) -> usize {
 /// One cell's verdicts: (claim, holds), and a line to print.
 fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
     let o = others(c.kind, c.rate_mbps, seed);
-    let equal = c.rate_mbps * 1448.0 / 1500.0 / (long_flows(c.kind) + 1) as f64;
+    // What the path carries of payload, Mb/s, and an equal share of it.
+    let payload = c.rate_mbps * MSS as f64 / WIRE as f64;
+    let equal = payload / (long_flows(c.kind) + 1) as f64;
     let mut v = Vec::new();
     let line;
     match c.kind {
@@ -223,7 +225,6 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
                 // How full the path was: where auto and the others together leave
                 // much of it unused, nobody's rate was held by the bottleneck.
                 let others = t.others(1, o.len());
-                let payload = c.rate_mbps * 1448.0 / 1500.0;
                 line = format!(
                     "auto {a:.1}, equal {equal:.1}, single {one:.1}; others {others:.1}, path used {:.2}",
                     (a + others) / payload

@@ -112,7 +112,8 @@ pub fn autos(
     // a second), times BRAID_SIM_MU (1 unless given; 0: nobody tells it, as
     // from a peer that does not measure it).
     let mu_scale: f64 = std::env::var("BRAID_SIM_MU").map_or(1.0, |v| v.parse().unwrap_or(1.0));
-    let mu = cfg(link, rtt_ms)
+    let path = cfg(link, rtt_ms);
+    let mu = path
         .rate_bps
         .map(|bps| bps as f64 / 8.0 * MSS as f64 / braid_sim::WIRE as f64 * mu_scale)
         .filter(|m| *m > 0.0);
@@ -188,7 +189,7 @@ pub fn autos(
     };
     // Until its first tick a session's streams beyond auto's first do not carry.
     let first = braid::steer::auto::first_streams(MOST, 1);
-    let mut run = Run::new(cfg(link, rtt_ms), (rtt_ms / 2.0 * 1e6) as u64, &flows);
+    let mut run = Run::new(path, (rtt_ms / 2.0 * 1e6) as u64, &flows);
     let parked: Vec<SimSteering> = (0..sessions)
         .flat_map(|k| (first..MOST).map(move |i| SimSteering::Carry(k * MOST + i, false)))
         .collect();
