@@ -182,10 +182,11 @@ pub struct Interval {
     pub streams: Vec<StreamSample>,
 }
 
-/// A stream lost (its blocks go to the others) or dialled again.
+/// A stream lost (its blocks go to the others) or dialled again, or a
+/// receiver's word on the bottleneck refused.
 #[derive(Clone, Debug, Serialize)]
 pub struct Event {
-    /// `stream_lost` or `stream_redialled`.
+    /// `stream_lost`, `stream_redialled` or `bottleneck_refused`.
     pub event: &'static str,
     pub stream: usize,
     pub reason: String,

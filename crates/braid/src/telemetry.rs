@@ -135,9 +135,25 @@ impl Telemetry {
         Some(b)
     }
 
-    /// The receiving end's word on the bottleneck, heard at the sending end.
-    pub fn set_bottleneck(&self, bytes_per_sec: u64) {
+    /// This end's own estimate of the bottleneck.
+    fn set_bottleneck(&self, bytes_per_sec: u64) {
         self.bottleneck.store(bytes_per_sec, Ordering::Relaxed);
+    }
+
+    /// The receiving end's word on the bottleneck, heard at the sending end:
+    /// kept if it is a rate the receiver could have measured
+    /// (`dispersion::plausible`), else refused, and the word before it stands.
+    pub fn hear_bottleneck(&self, bytes_per_sec: u64) -> Result<(), String> {
+        match crate::path::dispersion::plausible(bytes_per_sec) {
+            Some(_) => {
+                self.set_bottleneck(bytes_per_sec);
+                Ok(())
+            }
+            None => Err(format!(
+                "the receiver's word on the bottleneck, {bytes_per_sec} bytes a second, \
+                 is no rate it could have measured; ignored"
+            )),
+        }
     }
 
     /// The bottleneck, payload bytes a second, if this end knows it.
@@ -518,6 +534,19 @@ mod tests {
         assert_eq!(mbps(1, 0.0), 0.0);
         assert_eq!(loss_ratio(5, 1000), 0.005);
         assert_eq!(loss_ratio(5, 0), 0.0);
+    }
+
+    #[test]
+    fn a_receivers_word_no_link_could_carry_is_refused_and_the_last_good_one_stands() {
+        let t = Telemetry::new(1, Output::Quiet);
+        assert_eq!(t.bottleneck(), None);
+        t.hear_bottleneck(12_500_000).unwrap();
+        assert_eq!(t.bottleneck(), Some(12_500_000));
+        for bad in [0, 10, u64::MAX] {
+            let why = t.hear_bottleneck(bad).unwrap_err();
+            assert!(why.contains(&bad.to_string()), "{why}");
+            assert_eq!(t.bottleneck(), Some(12_500_000), "after {bad}");
+        }
     }
 
     #[test]

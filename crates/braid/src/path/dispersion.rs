@@ -44,6 +44,14 @@ const SLOTS: usize = 16;
 /// bands that reads fill is then no accident of a handful.
 const MIN_READS: u64 = 100;
 
+/// A peer's word on µ, if it is one this module could have measured: within
+/// the rates it counts at all. Anything else (zero, a rate past any link) is
+/// a broken or hostile peer's, and no rule may act on it.
+pub fn plausible(bytes_per_sec: u64) -> Option<f64> {
+    let rate = bytes_per_sec as f64;
+    (SLOWEST..=FASTEST).contains(&rate).then_some(rate)
+}
+
 fn bands() -> usize {
     ((FASTEST / SLOWEST).ln() / (1.0 + BAND).ln()).ceil() as usize + 1
 }
@@ -343,6 +351,19 @@ mod tests {
         scattered(&mut d, 0, 2.0 * mu, 0.05, 1448, 600);
         let got = d.estimate().unwrap();
         assert!((got / mu - 1.0).abs() < 0.01, "{got} against {mu}");
+    }
+
+    #[test]
+    fn a_peers_word_outside_what_could_be_measured_is_not_taken() {
+        assert_eq!(plausible(0), None);
+        assert_eq!(plausible(1_000), None, "slower than any gap counted");
+        assert_eq!(plausible(u64::MAX), None, "past any link");
+        assert_eq!(plausible(125_000_000), Some(125e6));
+        // Whatever the estimate answers is a word the peer may send.
+        let mut d = Dispersion::new();
+        scattered(&mut d, 0, 125e6, 0.05, 1448, 3000);
+        let own = d.estimate().unwrap() as u64;
+        assert_eq!(plausible(own), Some(own as f64));
     }
 
     #[test]

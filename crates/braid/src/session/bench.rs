@@ -119,7 +119,8 @@ fn hear_bottleneck(mut r: FrameReader, tel: &Arc<Telemetry>) -> thread::JoinHand
     thread::spawn(move || {
         while let Ok(Some(m)) = r.recv_opt() {
             if let Message::Bottleneck { bytes_per_sec } = m {
-                tel.set_bottleneck(bytes_per_sec);
+                // A word no receiver could have measured does not reach the steer.
+                let _ = tel.hear_bottleneck(bytes_per_sec);
             }
         }
     })

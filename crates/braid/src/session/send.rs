@@ -231,11 +231,18 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
     let Conn { mut r, mut w } = conn;
     let acks = {
         let shared = Arc::clone(&shared);
+        let mut refused = false;
         thread::spawn(move || loop {
             match r.recv_opt() {
                 Ok(Some(Message::Progress { bytes })) => shared.ack(stream, gen, bytes),
                 Ok(Some(Message::Bottleneck { bytes_per_sec })) => {
-                    shared.tel.set_bottleneck(bytes_per_sec)
+                    // Advice for the steer, not the transfer's: a word no receiver
+                    // could have measured is said once and left out.
+                    if let (Err(why), false) = (shared.tel.hear_bottleneck(bytes_per_sec), refused)
+                    {
+                        refused = true;
+                        shared.notes.say("bottleneck_refused", stream, &why, &why);
+                    }
                 }
                 Ok(None) => {
                     shared.lost(stream, gen, "the receiver closed the stream".into());
