@@ -144,16 +144,14 @@ impl Telemetry {
     /// kept if it is a rate the receiver could have measured
     /// (`dispersion::plausible`), else refused, and the word before it stands.
     pub fn hear_bottleneck(&self, bytes_per_sec: u64) -> Result<(), String> {
-        match crate::path::dispersion::plausible(bytes_per_sec) {
-            Some(_) => {
-                self.set_bottleneck(bytes_per_sec);
-                Ok(())
-            }
-            None => Err(format!(
+        if !crate::path::dispersion::plausible(bytes_per_sec) {
+            return Err(format!(
                 "the receiver's word on the bottleneck, {bytes_per_sec} bytes a second, \
                  is no rate it could have measured; ignored"
-            )),
+            ));
         }
+        self.set_bottleneck(bytes_per_sec);
+        Ok(())
     }
 
     /// The bottleneck, payload bytes a second, if this end knows it.
