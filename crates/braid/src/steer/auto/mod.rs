@@ -33,14 +33,15 @@
 //! | phase | streams | leaves when | to |
 //! |---|---|---|---|
 //! | `Start` | 2 (or `-n`, if fewer), uncapped | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
-//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE (the path is full, of the group or of others) | `Ask` |
+//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error: the queue is its own | `Full`, capped a margin below what it moved; back to the streams before the doubling if it bought no more than the rate's noise |
+//! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
 //! | | | the rate rose less than half of what a doubling of loss-limited streams gives (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else, from `Grow` after a doubling that paid: the new streams' slow start | `Grow`, doubled |
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin a tick) while none does, to a margin above what the group moves at most and never down | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most and never down | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
 //! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs): the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
@@ -48,6 +49,17 @@
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
 //! far below what the path gives is clear of its own noise 95 % of the
 //! time), within 5..25 %.
+//!
+//! Where the receiving end tells the bottleneck's rate µ, two rules read it.
+//! A queue that rises while the group moves all of µ holds nobody else's
+//! packets, so growth stops there without an ask. And the cap climbs in
+//! fractions of µ, the same for every group on the path, rather than of
+//! itself: two autos that step down together by fractions of their caps and
+//! climb by the same amounts converge on equal caps (Chiu and Jain's additive
+//! increase, multiplicative decrease), where climbing by fractions of their
+//! own caps keeps whatever ratio they started from. A queue that stands
+//! through a drain in `Full` is still asked about, µ or not: the cap's step
+//! down would have let a queue of the group's own go.
 //!
 //! The group's cap is shared among the streams that have data in flight,
 //! and what one of them does not use goes to the others (`share`): at a
@@ -81,6 +93,12 @@ const DOUBLING_WORTH: f64 = 1.5;
 const MARGIN_CV: f64 = 2.0;
 const MARGIN_MIN: f64 = 0.05;
 const MARGIN_MAX: f64 = 0.25;
+/// How closely the receiving end's word on the bottleneck's rate (µ) is
+/// known: within 5 % of the path's rate on every path it was measured on
+/// where the word was good (docs/auto.md). A group that moves less than
+/// that below µ leaves room that may be someone else's; the rule that
+/// reads it errs towards asking, which is what auto does without µ.
+const MU_WITHIN: f64 = 0.05;
 /// A stream taken out on an end that cannot close and dial streams (a
 /// sending server) is paced to a trickle instead: a few packets a second.
 const TRICKLE: u64 = 4 * 1448;
@@ -353,6 +371,9 @@ impl Auto {
                     // The path is full, of the group or of others too (an AQM holds
                     // the queue of a full path low: half the threshold is enough).
                     self.capacity = Some(r);
+                    if self.carries_bottleneck(r) {
+                        return self.own_queue_in_growth(before, r, m);
+                    }
                     return self.ask(Asking::Grow(before), r, m);
                 }
                 let knee = before.is_some_and(|b| r < DOUBLING_WORTH * b);
@@ -494,7 +515,11 @@ impl Auto {
                 // ticks); never more than a margin above what the group moves (a
                 // cap far above that asks nothing).
                 let recent = self.clean_rate(3 * t.tick);
-                let ceiling = recent.map(|r| r * (1.0 + m));
+                // A margin of the bottleneck's rate where it is known (the same
+                // reach for every group on the path, as the steps below), else of
+                // what the group moves.
+                let reach = |r: f64| self.bottleneck.unwrap_or(r) * m;
+                let ceiling = recent.map(|r| r + reach(r));
                 // At its ceiling: half a margin above what the group moves at least,
                 // so that the rate's own noise (within a margin) does not hide the
                 // slack from one tick to the next.
@@ -519,8 +544,14 @@ impl Auto {
                     // have less to send (a transfer's last blocks on a few streams).
                     // A cap that followed that fall would hold those streams to it,
                     // and they would move less again.
+                    // The step is a fraction of the bottleneck's rate where the
+                    // receiving end told it: the same for every group on the path,
+                    // so two autos that climb and step down together converge on
+                    // equal caps (additive increase, multiplicative decrease: Chiu
+                    // and Jain), where steps of their own caps keep their ratio.
+                    let up = self.bottleneck.unwrap_or(cap) * step;
                     if let Some(c) = ceiling {
-                        self.cap = Some((cap * (1.0 + step)).min(c).max(cap));
+                        self.cap = Some((cap + up).min(c).max(cap));
                     }
                     (None, step)
                 };
@@ -582,6 +613,34 @@ impl Auto {
                     Some(_) => self.phase,
                 }
             }
+        }
+    }
+
+    /// Whether the group moves what the bottleneck sends (µ, the receiving
+    /// end's word), as closely as that word is known: a queue that stands
+    /// then holds the group's packets, and anyone else's share of it is
+    /// within µ's own error.
+    fn carries_bottleneck(&self, r: f64) -> bool {
+        self.bottleneck
+            .is_some_and(|mu| r >= mu * (1.0 - MU_WITHIN))
+    }
+
+    /// `Grow` found a queue of the group's own (it carries the bottleneck's
+    /// rate): the knee, which no ask needs to confirm. The streams before
+    /// the doubling if it bought no more than the noise; capped a margin
+    /// below what the path gave, as after an ask that drained.
+    fn own_queue_in_growth(&mut self, before: Option<f64>, r: f64, m: f64) -> Phase {
+        if before.is_some_and(|b| r <= b * (1.0 + m)) {
+            self.n = self.from_n;
+        }
+        self.n_full = self.n;
+        self.alone = Some(r);
+        self.cap = Some(r * (1.0 - m));
+        Phase::Full {
+            since: self.now,
+            slack_since: None,
+            peak: None,
+            step: 0.0,
         }
     }
 

@@ -167,14 +167,25 @@ fn on_an_idle_lossy_path_it_adds_streams_until_the_path_is_full_then_keeps_them(
     assert!(cap > 0.75 * 100.0 * MB && cap < 100.0 * MB, "{cap}");
 }
 
-#[test]
-fn a_path_two_streams_fill_is_left_at_the_first_doubling_that_bought_nothing_capped_below_it() {
+/// A minute on a 100 MB/s path two streams fill, the receiving end telling
+/// `mu` as the bottleneck's rate (or nothing): auto at the end, and each
+/// tick's phase.
+fn on_a_path_two_streams_fill(mu: Option<f64>) -> (Auto, Vec<&'static str>) {
     let mut a = Auto::new(32, 1, true);
+    if let Some(mu) = mu {
+        a.bottleneck(mu);
+    }
     let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
     let mut phases = Vec::new();
     run(&mut a, &mut p, secs(60), |_, _, phase| {
         phases.push(phase.name())
     });
+    (a, phases)
+}
+
+#[test]
+fn a_path_two_streams_fill_is_left_at_the_first_doubling_that_bought_nothing_capped_below_it() {
+    let (a, phases) = on_a_path_two_streams_fill(None);
     assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
     assert!(phases.contains(&"ask"), "the queue was asked after");
     // Two filled it; four bought nothing more.
@@ -183,6 +194,73 @@ fn a_path_two_streams_fill_is_left_at_the_first_doubling_that_bought_nothing_cap
     // rises, a step above it at most before the queue answers.
     let cap = a.cap.expect("capped at the path's edge");
     assert!(cap > 0.85 * 100.0 * MB && cap < 1.1 * 100.0 * MB, "{cap}");
+}
+
+#[test]
+fn told_the_bottleneck_it_fills_it_it_takes_the_queue_for_its_own_and_asks_nobody() {
+    // The path of the test above, with the receiving end's word on its rate.
+    let (a, phases) = on_a_path_two_streams_fill(Some(100.0 * MB));
+    assert!(!phases.contains(&"ask"), "asked whose its own queue was");
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+    assert_eq!(
+        a.streams(),
+        2,
+        "the doubling that bought nothing is given back"
+    );
+    let cap = a.cap.expect("capped at the path's edge");
+    assert!(cap > 0.85 * 100.0 * MB && cap < 1.1 * 100.0 * MB, "{cap}");
+}
+
+#[test]
+fn told_the_bottleneck_it_still_asks_when_it_moves_a_part_of_it() {
+    // Others that back off carry most of the path: what the group moves is
+    // well short of the bottleneck's rate, so the queue may be theirs.
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    p.others = Others::Elastic(4);
+    run(&mut a, &mut p, secs(60), |_, _, _| {});
+    assert!(matches!(a.phase(), Phase::Fair { .. }), "{:?}", a.phase());
+    assert_eq!(a.streams(), 1);
+}
+
+#[test]
+fn told_the_bottleneck_a_small_groups_cap_climbs_as_far_above_what_it_moves_as_a_large_ones() {
+    // Two autos on one path step down together by fractions of their caps when
+    // a queue rises; climbing by the same reach (a fraction of the bottleneck's
+    // rate) is what makes their caps converge. Each group here is held by its
+    // hosts, below the path, so no queue answers the climb.
+    let headroom = |moves: f64| {
+        let mut a = Auto::new(32, 1, true);
+        a.bottleneck(100.0 * MB);
+        a.phase = Phase::Full {
+            since: Duration::ZERO,
+            slack_since: None,
+            peak: None,
+            step: 0.0,
+        };
+        a.cap = Some(0.9 * moves);
+        let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+        p.host = moves;
+        run(&mut a, &mut p, Duration::from_millis(900), |_, _, _| {});
+        assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+        a.cap.expect("still capped") - moves
+    };
+    let (small, large) = (headroom(20.0 * MB), headroom(70.0 * MB));
+    assert!(small > 5.0 * MB, "{small}");
+    assert!(
+        (small - large).abs() < 0.05 * large,
+        "{small} against {large}"
+    );
+}
+
+#[test]
+fn a_word_on_the_bottleneck_well_above_what_the_group_moves_leaves_the_ask_to_decide() {
+    // A word too high (a compression after the bottleneck) must not keep the
+    // group from asking: alone, the ask drains and it is capped as before.
+    let (a, phases) = on_a_path_two_streams_fill(Some(300.0 * MB));
+    assert!(phases.contains(&"ask"));
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
 }
 
 #[test]
