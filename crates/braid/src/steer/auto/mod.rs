@@ -384,26 +384,14 @@ impl Auto {
                         1
                     };
                     self.knee_n = Some(self.from_n);
-                    if r <= b * (1.0 + m) {
-                        // The doubling bought nothing beyond the rate's own noise:
-                        // the streams it added carry nothing the others would not,
-                        // and cost (their own losses, both hosts' CPU). Back to the
-                        // streams before it.
-                        self.n = self.from_n;
-                        self.n_full = self.n;
-                    }
+                    self.give_back_if_it_bought_nothing(b, r, m);
                 }
                 if knee || self.n >= self.most {
                     // The streams, not the path, hold the rate: no cap to keep a queue off.
                     self.capacity = Some(r);
                     self.alone = Some(r);
                     self.cap = None;
-                    return Phase::Full {
-                        since: now,
-                        slack_since: None,
-                        peak: None,
-                        step: 0.0,
-                    };
+                    return self.full_from_now();
                 }
                 self.doubled(Some(r))
             }
@@ -454,12 +442,7 @@ impl Auto {
                         self.alone = self.capacity;
                     }
                 }
-                Phase::Full {
-                    since: now,
-                    slack_since: None,
-                    peak: None,
-                    step: 0.0,
-                }
+                self.full_from_now()
             }
             Phase::Full {
                 since,
@@ -630,12 +613,27 @@ impl Auto {
     /// the doubling if it bought no more than the noise; capped a margin
     /// below what the path gave, as after an ask that drained.
     fn own_queue_in_growth(&mut self, before: Option<f64>, r: f64, m: f64) -> Phase {
-        if before.is_some_and(|b| r <= b * (1.0 + m)) {
-            self.n = self.from_n;
+        if let Some(b) = before {
+            self.give_back_if_it_bought_nothing(b, r, m);
         }
-        self.n_full = self.n;
         self.alone = Some(r);
         self.cap = Some(r * (1.0 - m));
+        self.full_from_now()
+    }
+
+    /// A doubling from a rate of `b` that brought `r`, no more than the rate's
+    /// own noise (`m`) above it, bought nothing: the streams it added carry
+    /// nothing the others would not, and cost (their own losses, both hosts'
+    /// CPU). Back to the streams before it, as the ones the path needs.
+    fn give_back_if_it_bought_nothing(&mut self, b: f64, r: f64, m: f64) {
+        if r <= b * (1.0 + m) {
+            self.n = self.from_n;
+            self.n_full = self.n;
+        }
+    }
+
+    /// `Full`, entered now: no slack, peak or climb yet.
+    fn full_from_now(&self) -> Phase {
         Phase::Full {
             since: self.now,
             slack_since: None,
