@@ -33,9 +33,9 @@
 //! | phase | streams | leaves when | to |
 //! |---|---|---|---|
 //! | `Start` | 2 (or `-n`, if fewer), uncapped | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
-//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error: the queue is its own | `Full`, capped a margin below what it moved; back to the streams before the doubling if it bought no more than the rate's noise |
+//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error: the queue is its own | `Full`, capped a margin below what it moved; back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
 //! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
-//! | | | the rate rose less than half of what a doubling of loss-limited streams gives (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
+//! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
@@ -84,10 +84,10 @@ const FIRST_STREAMS: usize = 2;
 /// again: 2^3 FREEs, 200 base RTTs (or 40 s), still within a long transfer.
 const KNEE_BACKOFF_MAX: u32 = 4;
 /// A doubling of streams that each random loss holds below the path doubles
-/// what they move; one that brings less than half of that (a rate under 1.5
-/// times the one before) found the knee: the path, not the streams' losses,
-/// is the limit.
-const DOUBLING_WORTH: f64 = 1.5;
+/// what they move, within the room the path has; one that brings less than
+/// this share of that found the knee: the path, not the streams' losses, is
+/// the limit (`Auto::paid`).
+const DOUBLING_WORTH: f64 = 0.5;
 /// The margin below what the path gives, as a multiple of the rate's
 /// coefficient of variation (about 95 % of a normal's mass), and its bounds.
 const MARGIN_CV: f64 = 2.0;
@@ -376,7 +376,7 @@ impl Auto {
                     }
                     return self.ask(Asking::Grow(before), r, m);
                 }
-                let knee = before.is_some_and(|b| r < DOUBLING_WORTH * b);
+                let knee = before.is_some_and(|b| !self.paid(b, r));
                 if let (true, Some(b)) = (knee, before) {
                     self.knee_seen = if self.knee_n == Some(self.from_n) {
                         (self.knee_seen + 1).min(KNEE_BACKOFF_MAX)
@@ -430,7 +430,7 @@ impl Auto {
                         // as loss-limited streams' does, the queue was new streams'
                         // slow start: double again.
                         let r = self.capacity.unwrap_or(0.0);
-                        if before.is_none_or(|b| r >= DOUBLING_WORTH * b) && self.n < self.most {
+                        if before.is_none_or(|b| self.paid(b, r)) && self.n < self.most {
                             self.cap = None;
                             return self.doubled(Some(r));
                         }
@@ -608,12 +608,32 @@ impl Auto {
             .is_some_and(|mu| r >= mu * (1.0 - MU_WITHIN))
     }
 
+    /// Whether a doubling from a rate of `b` to `r` paid: it brought half of
+    /// what doubling loss-limited streams brings, `b` more, or of the room
+    /// the bottleneck has above `b` (µ, where the receiving end told it), if
+    /// that is less (none, if `b` is µ already); without µ, a rate 1.5 times
+    /// the one before. Near µ a doubling cannot double the rate however
+    /// loss-limited the streams are: measured against `2b` it finds a knee at
+    /// the path's edge, where streams that random loss (or RED's early drops)
+    /// hold below it still leave the rest of the path unused.
+    fn paid(&self, b: f64, r: f64) -> bool {
+        let room = self.bottleneck.map_or(b, |mu| (mu - b).min(b));
+        room > 0.0 && r - b >= DOUBLING_WORTH * room
+    }
+
     /// `Grow` found a queue of the group's own (it carries the bottleneck's
     /// rate): the knee, which no ask needs to confirm. The streams before
-    /// the doubling if it bought no more than the noise; capped a margin
-    /// below what the path gave, as after an ask that drained.
+    /// the doubling if they carried the bottleneck's rate too and it bought
+    /// no more than the noise; capped a margin below what the path gave, as
+    /// after an ask that drained.
+    ///
+    /// Streams that moved more than µ's error below it before the doubling
+    /// left part of an idle path unused, and the doubling took it: that is
+    /// the path's answer, however close the two rates are in the rate's
+    /// noise. Given back, the streams leave that part unused again, show
+    /// slack under their cap, and double into the same queue over and over.
     fn own_queue_in_growth(&mut self, before: Option<f64>, r: f64, m: f64) -> Phase {
-        if let Some(b) = before {
+        if let Some(b) = before.filter(|b| self.carries_bottleneck(*b)) {
             self.give_back_if_it_bought_nothing(b, r, m);
         }
         self.alone = Some(r);

@@ -34,6 +34,10 @@ struct Path {
     /// Streams with blocks to send (the rest of a transfer's end is in flight
     /// on these; the others wait, moving nothing).
     with_work: usize,
+    /// What the group moves swings this far above and below its mean, three
+    /// ticks up and three down (a path's own noise, as auto's spread reads it).
+    wobble: f64,
+    ticks: u64,
 }
 
 impl Path {
@@ -48,6 +52,8 @@ impl Path {
             caps: vec![None; 64],
             carrying: 0,
             with_work: usize::MAX,
+            wobble: 0.0,
+            ticks: 0,
         }
     }
 
@@ -83,6 +89,10 @@ impl Path {
                 (demand.min(room), demand >= room)
             }
         };
+        // Three ticks up and three down, in step with the spread's samples.
+        let swing = if (self.ticks / 3) % 2 == 0 { 1.0 } else { -1.0 };
+        self.ticks += 1;
+        let ours = ours * (1.0 + swing * self.wobble);
         let threshold = a.delay.threshold().as_secs_f64() * 1e3;
         let srtt = self.base_ms + if standing { 2.0 * threshold } else { 0.0 };
         (0..64)
@@ -209,6 +219,28 @@ fn told_the_bottleneck_it_fills_it_it_takes_the_queue_for_its_own_and_asks_nobod
     );
     let cap = a.cap.expect("capped at the path's edge");
     assert!(cap > 0.85 * 100.0 * MB && cap < 1.1 * 100.0 * MB, "{cap}");
+}
+
+#[test]
+fn told_the_bottleneck_a_doubling_that_took_the_rest_of_it_is_kept_however_noisy_the_rate() {
+    // Two streams move 84 % of the bottleneck and four fill it, on a path whose
+    // rate swings by a tenth: a margin of that noise is as wide as what the
+    // doubling bought, but two streams leave the rest of an idle path unused.
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, 42.0 * MB, 40.0);
+    p.wobble = 0.1;
+    let mut late = Vec::new();
+    run(&mut a, &mut p, secs(60), |now, _, phase| {
+        if now >= secs(30) {
+            late.push(phase.name())
+        }
+    });
+    assert_eq!(a.streams(), 4, "the doubling that filled the path is kept");
+    assert!(
+        late.iter().all(|p| *p == "full"),
+        "it settles rather than doubling into its own queue again: {late:?}"
+    );
 }
 
 #[test]
@@ -524,4 +556,25 @@ fn durations_count_in_round_trips_with_floors() {
     assert_eq!(long.free, secs(5));
     assert_eq!(short.tick, Duration::from_millis(100));
     assert_eq!(long.tick, Duration::from_millis(200));
+}
+
+#[test]
+fn a_doubling_pays_by_half_of_what_it_could_bring_within_the_room_the_bottleneck_leaves() {
+    let mut a = Auto::new(32, 1, true);
+    // Without µ: half of the rate before, more.
+    assert!(!a.paid(60.0 * MB, 89.0 * MB));
+    assert!(a.paid(60.0 * MB, 91.0 * MB));
+    a.bottleneck(100.0 * MB);
+    // Where two times the rate before fits under µ, the same.
+    assert!(!a.paid(20.0 * MB, 29.0 * MB));
+    assert!(a.paid(20.0 * MB, 31.0 * MB));
+    // Near µ: half of the room above the rate before.
+    assert!(
+        a.paid(60.0 * MB, 81.0 * MB),
+        "60 -> 81 of 100 took half the room"
+    );
+    assert!(!a.paid(60.0 * MB, 79.0 * MB));
+    assert!(a.paid(90.0 * MB, 96.0 * MB));
+    // At µ already, nothing is left to buy.
+    assert!(!a.paid(100.0 * MB, 120.0 * MB));
 }
