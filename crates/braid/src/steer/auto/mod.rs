@@ -50,9 +50,12 @@
 //! far below what the path gives is clear of its own noise 95 % of the
 //! time), within 5..25 %.
 //!
-//! Where the receiving end tells the bottleneck's rate µ, two rules read it.
+//! Where the receiving end tells the bottleneck's rate µ, four rules read it.
 //! A queue that rises while the group moves all of µ holds nobody else's
-//! packets, so growth stops there without an ask. And the cap climbs in
+//! packets, so growth stops there without an ask; the doubling that brought
+//! the group there is kept unless the streams before it carried µ too. A
+//! doubling pays by half of the room µ leaves above the rate before it, if
+//! that is less than the rate before (`Auto::paid`). And the cap climbs in
 //! fractions of µ, the same for every group on the path, rather than of
 //! itself: two autos that step down together by fractions of their caps and
 //! climb by the same amounts converge on equal caps (Chiu and Jain's additive
