@@ -33,7 +33,7 @@
 //! | phase | streams | leaves when | to |
 //! |---|---|---|---|
 //! | `Start` | 2 (or `-n`, if fewer), uncapped | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
-//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error: the queue is its own | `Full`, capped a margin below what it moved; back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
+//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error, over the MEASURE or a few ticks of it: the queue is its own | `Full`, capped below what it moved as far as drains the queue in a DRAIN (a margin at most); back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
 //! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
 //! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
 //! | | | else | `Grow`, doubled |
@@ -41,8 +41,9 @@
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else, from `Grow` after a doubling that paid: the new streams' slow start | `Grow`, doubled |
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises, up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most and never down | a queue rose at every tick of a DRAIN and did not fall (someone came, or the path gives less) | `Ask` |
-//! | | | the cap a margin above what the group moves and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
+//! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
+//! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs): the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
@@ -50,10 +51,16 @@
 //! far below what the path gives is clear of its own noise 95 % of the
 //! time), within 5..25 %.
 //!
-//! Where the receiving end tells the bottleneck's rate µ, four rules read it.
+//! Where the receiving end tells the bottleneck's rate µ, these rules read it.
 //! A queue that rises while the group moves all of µ holds nobody else's
-//! packets, so growth stops there without an ask; the doubling that brought
-//! the group there is kept unless the streams before it carried µ too. A
+//! packets, so growth stops there without an ask, `Full` drains it without
+//! one, and the cap steps only as far below µ as empties it in a DRAIN; the
+//! doubling that brought the group there is kept unless the streams before
+//! it carried µ too. A group that moves µ is held by the path, not by its
+//! streams, so it does not add streams; a cap never climbs above µ (within
+//! its error), where it would only let the streams fill the queue; and a
+//! rate the sender counts above µ (a retransmission that fills a hole acks a
+//! window at once) is read as µ. A
 //! doubling pays by half of the room µ leaves above the rate before it, if
 //! that is less than the rate before (`Auto::paid`). And the cap climbs in
 //! fractions of µ, the same for every group on the path, rather than of
@@ -61,8 +68,9 @@
 //! climb by the same amounts converge on equal caps (Chiu and Jain's additive
 //! increase, multiplicative decrease), where climbing by fractions of their
 //! own caps keeps whatever ratio they started from. A queue that stands
-//! through a drain in `Full` is still asked about, µ or not: the cap's step
-//! down would have let a queue of the group's own go.
+//! through a drain in `Full` while the group moves less than µ is still
+//! asked about: the cap's step down would have let a queue of the group's
+//! own go.
 //!
 //! The group's cap is shared among the streams that have data in flight,
 //! and what one of them does not use goes to the others (`share`): at a
@@ -375,7 +383,15 @@ impl Auto {
                     // the queue of a full path low: half the threshold is enough).
                     self.capacity = Some(r);
                     if self.carries_bottleneck(r) {
-                        return self.own_queue_in_growth(before, r, m);
+                        return self.own_queue_in_growth(before, r, r, m);
+                    }
+                    // The group moved all µ over a few ticks of the MEASURE, if
+                    // not over all of it (a stream recovering from a random
+                    // loss, new streams still climbing): then nobody else's
+                    // packets were in the queue, and the path is its own.
+                    let most = self.delivered.most(t.measure, 3 * t.tick);
+                    if let Some(x) = most.filter(|x| self.carries_bottleneck(*x)) {
+                        return self.own_queue_in_growth(before, r, self.through(x), m);
                     }
                     return self.ask(Asking::Grow(before), r, m);
                 }
@@ -463,6 +479,15 @@ impl Auto {
                         return self.phase;
                     };
                     self.capacity = Some(r);
+                    if self.carries_bottleneck(r) {
+                        // The group moves all the bottleneck sends: the queue holds
+                        // its packets alone (as in `Grow`), and nobody is there to
+                        // ask. The cap's steps down did not drain it: drained as an
+                        // ask would drain it, a margin below what the path gives,
+                        // without an ask's wait.
+                        self.cap = Some(self.through(r) * (1.0 - m));
+                        return self.full_from_now();
+                    }
                     return self.ask(Asking::Full, r, m);
                 }
                 let queue = Duration::from_micros(self.delay.queue_us as u64);
@@ -505,15 +530,34 @@ impl Auto {
                 // reach for every group on the path, as the steps below), else of
                 // what the group moves.
                 let reach = |r: f64| self.bottleneck.unwrap_or(r) * m;
-                let ceiling = recent.map(|r| r + reach(r));
+                // No higher than the bottleneck sends, as closely as its rate is
+                // known: a cap above that asks nothing of the path and only
+                // lets the streams fill its queue.
+                let top = self
+                    .bottleneck
+                    .map_or(f64::INFINITY, |mu| mu * (1.0 + MU_WITHIN));
+                let ceiling = recent.map(|r| (r + reach(r)).min(top));
                 // At its ceiling: half a margin above what the group moves at least,
                 // so that the rate's own noise (within a margin) does not hide the
-                // slack from one tick to the next.
-                let at_ceiling = recent.is_some_and(|r| cap >= r * (1.0 + m / 2.0));
+                // slack from one tick to the next, or as high as the bottleneck
+                // sends, where that is lower. A group that moves all the
+                // bottleneck sends is held by the path, whatever its cap.
+                let at_ceiling = recent.is_some_and(|r| {
+                    cap >= (r * (1.0 + m / 2.0)).min(top) && !self.carries_bottleneck(r)
+                });
                 let (peak, step) = if rising {
-                    let p = recent.map_or(peak, |r| Some(peak.map_or(r, |p: f64| p.max(r))));
+                    let p = recent
+                        .map(|r| self.through(r))
+                        .map_or(peak, |r| Some(peak.map_or(r, |p: f64| p.max(r))));
                     if let Some(p) = p {
-                        self.cap = Some(cap.min(p * (1.0 - m / 2.0)));
+                        // Alone (it moves all the bottleneck sends), as far below
+                        // as drains the queue within a DRAIN.
+                        let below = if recent.is_some_and(|r| self.carries_bottleneck(r)) {
+                            self.drained(p, m / 2.0)
+                        } else {
+                            p * (1.0 - m / 2.0)
+                        };
+                        self.cap = Some(cap.min(below));
                     }
                     (p, 0.0)
                 } else {
@@ -611,6 +655,15 @@ impl Auto {
             .is_some_and(|mu| r >= mu * (1.0 - MU_WITHIN))
     }
 
+    /// What of a rate `r`, measured from the sender's acknowledgements,
+    /// crossed the bottleneck: no more than it sends (µ, where the receiving
+    /// end told it). A sender's count runs ahead of µ for a tick or three when
+    /// a retransmission fills a hole and a window of selectively acknowledged
+    /// data is acknowledged at once, or acknowledgements arrive bunched.
+    fn through(&self, r: f64) -> f64 {
+        self.bottleneck.map_or(r, |mu| r.min(mu))
+    }
+
     /// Whether a doubling from a rate of `b` to `r` paid: it brought half of
     /// what doubling loss-limited streams brings, `b` more, or of the room
     /// the bottleneck has above `b` (µ, where the receiving end told it), if
@@ -625,23 +678,37 @@ impl Auto {
     }
 
     /// `Grow` found a queue of the group's own (it carries the bottleneck's
-    /// rate): the knee, which no ask needs to confirm. The streams before
+    /// rate; `r` over the MEASURE, and the path `gave` it that or more over
+    /// some ticks of it): the knee, which no ask needs to confirm. The streams before
     /// the doubling if they carried the bottleneck's rate too and it bought
-    /// no more than the noise; capped a margin below what the path gave, as
-    /// after an ask that drained.
+    /// no more than the noise; capped below what the path gave as far as
+    /// drains the queue in a DRAIN (`drained`), a margin at most.
     ///
     /// Streams that moved more than µ's error below it before the doubling
     /// left part of an idle path unused, and the doubling took it: that is
     /// the path's answer, however close the two rates are in the rate's
     /// noise. Given back, the streams leave that part unused again, show
     /// slack under their cap, and double into the same queue over and over.
-    fn own_queue_in_growth(&mut self, before: Option<f64>, r: f64, m: f64) -> Phase {
+    fn own_queue_in_growth(&mut self, before: Option<f64>, r: f64, gave: f64, m: f64) -> Phase {
         if let Some(b) = before.filter(|b| self.carries_bottleneck(*b)) {
             self.give_back_if_it_bought_nothing(b, r, m);
         }
-        self.alone = Some(r);
-        self.cap = Some(r * (1.0 - m));
+        self.alone = Some(gave);
+        self.cap = Some(self.drained(gave, m));
         self.full_from_now()
+    }
+
+    /// The cap that drains a queue of the group's own (it carries the
+    /// bottleneck's rate) within a DRAIN: below what it moves by the queue's
+    /// share of a DRAIN, and never more than `most` (a fraction) below. The
+    /// group alone sends all the queue holds, so a cap that much below what
+    /// the bottleneck sends empties it in that time; a margin below, as an
+    /// ask's, would empty it too, and leave the path short of the rest for as
+    /// long.
+    fn drained(&self, r: f64, most: f64) -> f64 {
+        let queue = Duration::from_micros(self.delay.queue_us as u64);
+        let share = queue.as_secs_f64() / self.times().drain.as_secs_f64();
+        self.through(r) * (1.0 - share.min(most))
     }
 
     /// A doubling from a rate of `b` that brought `r`, no more than the rate's

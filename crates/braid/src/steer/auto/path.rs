@@ -2,7 +2,7 @@
 //! pure estimators, each with its own tests.
 //!
 //! - [`Delay`]: the propagation delay (the smallest RTT any stream saw) and
-//!   the queue (the streams' median smoothed RTT above it); a queue
+//!   the queue (the streams' lower median smoothed RTT above it); a queue
 //!   *stands* when it is above the threshold Linux's HyStart uses to call a
 //!   queue grown (an eighth of the base RTT, within 4..16 ms), or above half
 //!   the deepest queue seen, if that is less (a buffer shallower than
@@ -64,7 +64,10 @@ impl Delay {
             return;
         }
         srtt.sort_unstable();
-        self.queue_us = srtt[srtt.len() / 2].saturating_sub(base);
+        // The lower median: a queue at the bottleneck is in every stream's
+        // RTT, and one stream's above the rest is its own (a receiver's
+        // stall, a stale sample while it recovers), two streams or twenty.
+        self.queue_us = srtt[(srtt.len() - 1) / 2].saturating_sub(base);
         // Against what was seen before: a queue is not measured by itself.
         self.threshold = self.threshold_now();
         self.deepest_us = self.deepest_us.max(self.queue_us);
@@ -170,6 +173,29 @@ impl Delivered {
                 (secs > 0.0).then(|| b as f64 / secs)
             })
             .collect()
+    }
+
+    /// The most it moved, bytes per second, over any `window` within the
+    /// last `span` (ticks apart by `window` at least).
+    pub fn most(&self, span: Duration, window: Duration) -> Option<f64> {
+        let &(now, _) = self.history.back()?;
+        let within: Vec<&(Duration, u64)> = self
+            .history
+            .iter()
+            .filter(|(t, _)| now.saturating_sub(*t) <= span)
+            .collect();
+        within
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &&(end, total))| {
+                let &&(start, before) = within[..i]
+                    .iter()
+                    .rev()
+                    .find(|(t, _)| end.saturating_sub(*t) >= window)?;
+                let secs = (end - start).as_secs_f64();
+                (secs > 0.0).then(|| (total - before) as f64 / secs)
+            })
+            .reduce(f64::max)
     }
 
     /// Bytes per second over the last `span` (or as much of it as is known).
@@ -288,6 +314,12 @@ mod tests {
             view(2, 41.0, 40.0, 0),
         ]);
         assert!(!d.standing());
+        // Of two, the lower: one stream's spike is no queue there either.
+        let mut d = Delay::default();
+        d.note(&[view(0, 50.0, 40.0, 0), view(1, 41.0, 40.0, 0)]);
+        assert!(!d.standing());
+        d.note(&[view(0, 50.0, 40.0, 0), view(1, 50.0, 40.0, 0)]);
+        assert!(d.standing());
     }
 
     /// One tick at `ms` of streams (number, bytes acknowledged) on a clean 10 ms path.
@@ -310,6 +342,25 @@ mod tests {
         let ms = Duration::from_millis;
         assert_eq!(d.rate(ms(1000)), Some(2400.0));
         assert_eq!(d.rate(ms(2000)), Some((6900.0 - 1500.0) / 2.0));
+    }
+
+    #[test]
+    fn the_most_it_moved_is_over_the_best_window_within_the_span() {
+        let mut d = Delivered::new(Duration::from_secs(10));
+        // 1000 bytes a tick of 100 ms, then 3000 for three ticks, then 1000 again.
+        let mut total = 0;
+        for (i, per) in [1000, 1000, 1000, 3000, 3000, 3000, 1000, 1000]
+            .iter()
+            .enumerate()
+        {
+            total += per;
+            acked(&mut d, 100 * (i as u64 + 1), &[(0, total)]);
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(d.most(ms(800), ms(300)), Some(30000.0));
+        // The last 300 ms hold one tick of the fast three only.
+        assert_eq!(d.most(ms(300), ms(300)), Some(50000.0 / 3.0));
+        assert_eq!(d.most(ms(200), ms(300)), None, "no window fits");
     }
 
     #[test]

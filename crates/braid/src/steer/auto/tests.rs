@@ -578,3 +578,130 @@ fn a_doubling_pays_by_half_of_what_it_could_bring_within_the_room_the_bottleneck
     // At µ already, nothing is left to buy.
     assert!(!a.paid(100.0 * MB, 120.0 * MB));
 }
+
+/// Auto in `Full` from the start, capped at `cap` (or not), told the bottleneck's rate `mu`.
+fn full_from_the_start(mu: f64, cap: Option<f64>) -> Auto {
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(mu);
+    a.phase = Phase::Full {
+        since: Duration::ZERO,
+        slack_since: None,
+        peak: None,
+        step: 0.0,
+    };
+    a.cap = cap;
+    a
+}
+
+#[test]
+fn told_the_bottleneck_a_queue_under_the_group_alone_is_drained_without_an_ask() {
+    // Uncapped streams that fill the path alone keep a queue standing: theirs,
+    // since they move all the bottleneck sends. Nobody is there to ask.
+    let mut a = full_from_the_start(100.0 * MB, None);
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    let mut phases = Vec::new();
+    run(&mut a, &mut p, secs(10), |_, _, phase| {
+        phases.push(phase.name())
+    });
+    assert!(!phases.contains(&"ask"), "asked about its own queue");
+    // Capped at the path's edge: below it when a queue rises, within µ's
+    // error above it at most before the queue answers.
+    let cap = a.cap.expect("capped at the path's edge");
+    assert!(
+        cap <= 100.0 * MB * (1.0 + MU_WITHIN) + 1.0 && cap > 0.75 * 100.0 * MB,
+        "{cap}"
+    );
+}
+
+#[test]
+fn told_the_bottleneck_the_cap_climbs_no_higher_than_it_sends() {
+    // The hosts hold the group at 90 % of the path, so no queue answers the
+    // climb: the cap stops at the bottleneck's rate (within its error), where
+    // a margin above what the group moves would be higher.
+    let mut a = full_from_the_start(100.0 * MB, Some(80.0 * MB));
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    p.host = 90.0 * MB;
+    let mut most = 0.0f64;
+    run(&mut a, &mut p, Duration::from_millis(900), |_, p, _| {
+        most = most.max(a_cap_of_group(p))
+    });
+    assert!(most > 95.0 * MB, "it climbed: {most}");
+    assert!(most <= 100.0 * MB * (1.0 + MU_WITHIN) + 1.0, "{most}");
+}
+
+#[test]
+fn told_the_bottleneck_a_group_that_moves_all_it_sends_is_not_short_of_streams() {
+    // The hosts hold the group within µ's error of the bottleneck's rate: the
+    // path, not the streams, holds it, and more streams buy nothing.
+    let mut a = full_from_the_start(100.0 * MB, Some(90.0 * MB));
+    a.n = 2;
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    p.host = 97.0 * MB;
+    let mut phases = Vec::new();
+    run(&mut a, &mut p, secs(20), |_, _, phase| {
+        phases.push(phase.name())
+    });
+    assert!(phases.iter().all(|p| *p == "full"), "{phases:?}");
+    assert_eq!(a.streams(), 2);
+}
+
+#[test]
+fn told_the_bottleneck_a_group_alone_steps_below_it_only_as_far_as_drains_its_queue() {
+    // Two streams fill 100 MB/s and the receiving end says so: each queue the
+    // cap's climb makes is the group's own, 10 ms here, and a cap 1 % below
+    // the path empties it within a DRAIN (1 s). The rate the step is taken
+    // from spans ticks a step below the path already, so the cap may go a
+    // few percent below; half a margin below that (2.5 % at the least) goes
+    // further, and leaves that much of an idle path unused each time.
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    let mut lowest = f64::INFINITY;
+    run(&mut a, &mut p, secs(60), |now, p, phase| {
+        if now >= secs(20) && matches!(phase, Phase::Full { .. }) {
+            lowest = lowest.min(a_cap_of_group(p));
+        }
+    });
+    assert!(lowest.is_finite(), "never capped in Full");
+    assert!(lowest >= 0.96 * 100.0 * MB, "{lowest}");
+}
+
+#[test]
+fn told_the_bottleneck_a_group_that_moved_all_of_it_over_a_few_ticks_asks_nobody() {
+    // Two streams fill the path, their rate swinging a tenth above and below
+    // it three ticks at a time; the receiving end's word is above the mean by
+    // more than its error, but the group moved all of it over the swings up.
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(108.0 * MB);
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    p.wobble = 0.1;
+    let mut phases = Vec::new();
+    run(&mut a, &mut p, secs(20), |_, _, phase| {
+        phases.push(phase.name())
+    });
+    assert!(!phases.contains(&"ask"), "{phases:?}");
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+}
+
+#[test]
+fn told_the_bottleneck_a_noisy_groups_slack_is_seen_at_the_bottlenecks_rate() {
+    // The hosts hold two streams at 94 % of the path (short of µ by more than
+    // its error), and the rate has been noisy: half a margin above what the
+    // group moves is above the highest the cap climbs (µ, within its error).
+    // At that height the cap is at its ceiling all the same: more streams.
+    let mut a = full_from_the_start(100.0 * MB, Some(90.0 * MB));
+    a.n = 2;
+    for i in 0..20 {
+        a.spread
+            .note(if i % 2 == 0 { 80.0 * MB } else { 120.0 * MB });
+    }
+    assert!(a.margin() >= 0.2, "{}", a.margin());
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    p.host = 94.0 * MB;
+    let mut most = 0;
+    run(&mut a, &mut p, secs(5), |_, p, _| {
+        most = most.max(p.carrying)
+    });
+    // (Four buy nothing here, and are given back.)
+    assert!(most > 2, "{:?}", a.phase());
+}
