@@ -60,9 +60,9 @@
 //! streams, so it does not add streams; a cap never climbs above µ (within
 //! its error), where it would only let the streams fill the queue; and a
 //! rate the sender counts above µ (a retransmission that fills a hole acks a
-//! window at once) is read as µ. A
-//! doubling pays by half of the room µ leaves above the rate before it, if
-//! that is less than the rate before (`Auto::paid`). And the cap climbs in
+//! window at once) is read as µ. A doubling pays by half of the room µ
+//! leaves above the rate before it, if that is less than the rate before
+//! (`Auto::paid`). And the cap climbs in
 //! fractions of µ, the same for every group on the path, rather than of
 //! itself: two autos that step down together by fractions of their caps and
 //! climb by the same amounts converge on equal caps (Chiu and Jain's additive
@@ -490,8 +490,7 @@ impl Auto {
                     }
                     return self.ask(Asking::Full, r, m);
                 }
-                let queue = Duration::from_micros(self.delay.queue_us as u64);
-                let rising = queue > (self.delay.threshold() / 2).max(path::NOISE);
+                let rising = self.delay.rising();
                 let Some(cap) = self.cap else {
                     // Uncapped, at a knee one doubling measured: but a path that holds
                     // no queue for a FREE is not full, whatever a MEASURE of a few
@@ -542,9 +541,9 @@ impl Auto {
                 // slack from one tick to the next, or as high as the bottleneck
                 // sends, where that is lower. A group that moves all the
                 // bottleneck sends is held by the path, whatever its cap.
-                let at_ceiling = recent.is_some_and(|r| {
-                    cap >= (r * (1.0 + m / 2.0)).min(top) && !self.carries_bottleneck(r)
-                });
+                let moves_mu = recent.is_some_and(|r| self.carries_bottleneck(r));
+                let at_ceiling =
+                    recent.is_some_and(|r| cap >= (r * (1.0 + m / 2.0)).min(top)) && !moves_mu;
                 let (peak, step) = if rising {
                     let p = recent
                         .map(|r| self.through(r))
@@ -552,7 +551,7 @@ impl Auto {
                     if let Some(p) = p {
                         // Alone (it moves all the bottleneck sends), as far below
                         // as drains the queue within a DRAIN.
-                        let below = if recent.is_some_and(|r| self.carries_bottleneck(r)) {
+                        let below = if moves_mu {
                             self.drained(p, m / 2.0)
                         } else {
                             p * (1.0 - m / 2.0)
@@ -679,10 +678,10 @@ impl Auto {
 
     /// `Grow` found a queue of the group's own (it carries the bottleneck's
     /// rate; `r` over the MEASURE, and the path `gave` it that or more over
-    /// some ticks of it): the knee, which no ask needs to confirm. The streams before
-    /// the doubling if they carried the bottleneck's rate too and it bought
-    /// no more than the noise; capped below what the path gave as far as
-    /// drains the queue in a DRAIN (`drained`), a margin at most.
+    /// some ticks of it): the knee, which no ask needs to confirm. The
+    /// streams before the doubling if they carried the bottleneck's rate too
+    /// and it bought no more than the noise; capped below what the path gave
+    /// as far as drains the queue in a DRAIN (`drained`), a margin at most.
     ///
     /// Streams that moved more than µ's error below it before the doubling
     /// left part of an idle path unused, and the doubling took it: that is
@@ -706,8 +705,7 @@ impl Auto {
     /// ask's, would empty it too, and leave the path short of the rest for as
     /// long.
     fn drained(&self, r: f64, most: f64) -> f64 {
-        let queue = Duration::from_micros(self.delay.queue_us as u64);
-        let share = queue.as_secs_f64() / self.times().drain.as_secs_f64();
+        let share = self.delay.queue().as_secs_f64() / self.times().drain.as_secs_f64();
         self.through(r) * (1.0 - share.min(most))
     }
 
@@ -823,9 +821,7 @@ impl Steer for Auto {
         let standing = self.delay.standing();
         let level = if standing {
             Queue::Standing
-        } else if Duration::from_micros(self.delay.queue_us as u64)
-            > (self.delay.threshold() / 2).max(path::NOISE)
-        {
+        } else if self.delay.rising() {
             Queue::Rising
         } else {
             Queue::Clear

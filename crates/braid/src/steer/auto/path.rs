@@ -96,9 +96,21 @@ impl Delay {
         }
     }
 
+    /// The queue at the last tick.
+    pub fn queue(&self) -> Duration {
+        Duration::from_micros(self.queue_us as u64)
+    }
+
     /// Whether a queue stands at the last tick.
     pub fn standing(&self) -> bool {
-        self.base_us.is_some() && Duration::from_micros(self.queue_us as u64) > self.threshold()
+        self.base_us.is_some() && self.queue() > self.threshold()
+    }
+
+    /// Whether a queue rises at the last tick: above half the threshold
+    /// (and the RTT's noise), as a full path under an AQM, or under a steer
+    /// like auto's, holds it.
+    pub fn rising(&self) -> bool {
+        self.queue() > (self.threshold() / 2).max(NOISE)
     }
 }
 
