@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["VERSION", "VECTORS", "parse", "load", "to_json", "Record"]
 
-VERSION = 4
+VERSION = 5
 VECTORS = Path(__file__).resolve().parents[2] / "crates" / "braid" / "vectors" / "records.jsonl"
 
 
@@ -37,6 +37,9 @@ class StreamSample:
     lost: int
     delivery_rate: int
     bytes_acked: int
+    busy_us: int
+    rwnd_limited_us: int
+    sndbuf_limited_us: int
 
 
 @dataclass(frozen=True)
@@ -229,6 +232,9 @@ class TcpInfo:
     bytes_retrans: int
     delivery_rate: int
     delivered: int
+    busy_us: int
+    rwnd_limited_us: int
+    sndbuf_limited_us: int
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,15 @@ pub struct TcpInfo {
     pub delivery_rate: u64,
     /// Packets delivered (the ACK clock's count).
     pub delivered: u32,
+    /// Time with data in flight over the connection's life, µs (the three
+    /// chronographs of tcp_chrono_stat together).
+    pub busy_us: u64,
+    /// Of that, time the receiver's advertised window held the sender, µs.
+    pub rwnd_limited_us: u64,
+    /// Of that, time the sending socket's buffer held it, µs: all it held was
+    /// in flight, the congestion window allowed more, and the application
+    /// waited for room (tcp_cwnd_validate).
+    pub sndbuf_limited_us: u64,
 }
 
 /// Reads TCP_INFO of a connected TCP socket.
@@ -136,6 +145,9 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
         bytes_retrans: raw.bytes_retrans,
         delivery_rate: raw.delivery_rate,
         delivered: raw.delivered,
+        busy_us: raw.busy_time,
+        rwnd_limited_us: raw.rwnd_limited,
+        sndbuf_limited_us: raw.sndbuf_limited,
     })
 }
 
@@ -163,5 +175,30 @@ mod tests {
         assert!(info.cwnd >= 2, "{info:?}");
         assert!(info.mss > 0);
         assert_eq!(info.bytes_acked, 10_000, "{info:?}");
+    }
+
+    #[test]
+    fn a_receiver_that_does_not_read_holds_the_sender_by_its_window() {
+        use std::io::ErrorKind;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (_s, _) = l.accept().unwrap();
+        c.set_nonblocking(true).unwrap();
+        let block = [7u8; 65536];
+        // Until the receiver's window and the sender's buffer are full.
+        for _ in 0..100_000 {
+            match c.write(&block) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let info = tcp_info(c.as_fd()).unwrap();
+        assert!(info.rwnd_limited_us > 0, "{info:?}");
+        assert!(
+            info.busy_us >= info.rwnd_limited_us + info.sndbuf_limited_us,
+            "{info:?}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Every JSON line braid prints, as typed and versioned records: the one
 //! contract between braid and its laboratory. Each line is an object
-//! `{"type": T, "version": 4, ...}` whose `type` names one record across all
+//! `{"type": T, "version": 5, ...}` whose `type` names one record across all
 //! of braid's commands:
 //!
 //! | type | printed by | when |
@@ -33,7 +33,7 @@
 use braid_cc::{SocketSettings, TcpInfo};
 use serde::Serialize;
 
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// A record: its fields, and the `type` it is printed with.
 pub trait Record: Serialize {
@@ -168,6 +168,11 @@ pub struct StreamSample {
     /// Bytes per second, the kernel's latest sample.
     pub delivery_rate: u64,
     pub bytes_acked: u64,
+    /// Time with data in flight, and of it the time the receiver's window and
+    /// the sending socket's buffer held the stream, µs over its connection's life.
+    pub busy_us: u64,
+    pub rwnd_limited_us: u64,
+    pub sndbuf_limited_us: u64,
 }
 
 /// A session's progress, every interval.
@@ -423,6 +428,9 @@ mod tests {
             bytes_retrans: 4344,
             delivery_rate: 12_500_000,
             delivered: 997,
+            busy_us: 2_000_000,
+            rwnd_limited_us: 10_000,
+            sndbuf_limited_us: 150_000,
             ..TcpInfo::default()
         }
     }
@@ -459,6 +467,9 @@ mod tests {
                     lost: 0,
                     delivery_rate: 5_000_000,
                     bytes_acked: 4_990_000,
+                    busy_us: 1_000_000,
+                    rwnd_limited_us: 0,
+                    sndbuf_limited_us: 400_000,
                 }],
             }),
             line(&Event {

@@ -302,6 +302,9 @@ impl Telemetry {
                         lost: info.lost,
                         delivery_rate: info.delivery_rate,
                         bytes_acked: info.bytes_acked,
+                        busy_us: info.busy_us,
+                        rwnd_limited_us: info.rwnd_limited_us,
+                        sndbuf_limited_us: info.sndbuf_limited_us,
                     })
                     .collect();
                 records::print(&Interval {

@@ -6,7 +6,8 @@ from braidlab.records import TcpInfo
 def sample(cwnd, ssthresh, acked_pkts, ca_state=0, mss=1000):
     return TcpInfo(ca_state=ca_state, cwnd=cwnd, ssthresh=ssthresh, srtt_us=0, rttvar_us=0, min_rtt_us=0, mss=mss,
                    total_retrans=0, lost=0, data_segs_out=0, bytes_acked=acked_pkts * mss, bytes_sent=0,
-                   bytes_retrans=0, delivery_rate=0, delivered=0)
+                   bytes_retrans=0, delivery_rate=0, delivered=0, busy_us=0, rwnd_limited_us=0,
+                   sndbuf_limited_us=0)
 
 
 def reno_trace(f=1.0, start=20, acks=5000, every=100):

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from braidlab import claims, report, results, runner
+from braidlab import claims, records, report, results, runner
 from braidlab.experiment import ExperimentError
 from braidlab.tests.test_results import cell
 
@@ -188,9 +188,9 @@ def test_iperf3_bytes_in_the_method_window():
 
 
 def test_udp_loss_in_the_method_window():
-    recs = [{"type": "sink_interval", "version": 4, "flow": "f", "t": t / 10, "packets": 10, "bytes": 14400,
+    recs = [{"type": "sink_interval", "version": records.VERSION, "flow": "f", "t": t / 10, "packets": 10, "bytes": 14400,
              "lost": t % 2, "mbps": 1} for t in range(20)]
-    recs.append({"type": "sink_summary", "version": 4, "flow": "f", "packets": 200, "bytes": 1, "lost": 10,
+    recs.append({"type": "sink_summary", "version": records.VERSION, "flow": "f", "packets": 200, "bytes": 1, "lost": 10,
                  "reordered": 0, "sent": 210, "loss_ratio": 0.05})
     u = runner._udp_window("\n".join(json.dumps(r) for r in recs), 1.0, 1.5)
     assert (u["packets"], u["lost"]) == (50, 2)  # t = 1.0 .. 1.4: lost at 1.1 and 1.3

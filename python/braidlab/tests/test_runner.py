@@ -139,7 +139,8 @@ def _iv(t, *streams):
     from braidlab import records
     return records.Interval(t=t, bytes=sum(b for b, _ in streams), mbps=0.0, bottleneck_mbps=None, streams=[
         records.StreamSample(stream=i, bytes=b, mbps=round(b * 8 / 1e6, 3), cwnd=10, ssthresh=0, srtt_us=68_000,
-                             rttvar_us=0, retransmits=0, lost=0, delivery_rate=0, bytes_acked=a)
+                             rttvar_us=0, retransmits=0, lost=0, delivery_rate=0, bytes_acked=a,
+                             busy_us=0, rwnd_limited_us=0, sndbuf_limited_us=0)
         for i, (b, a) in enumerate(streams)])
 
 

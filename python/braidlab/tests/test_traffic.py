@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from braidlab import traffic
+from braidlab import records, traffic
 
 HERE = Path(__file__).parent
 
@@ -27,11 +27,11 @@ def test_iperf3_error_is_raised():
 
 def test_sink_report_groups_by_flow():
     text = "\n".join(json.dumps(r) for r in [
-        {"type": "sink_interval", "version": 4, "flow": "a/0", "t": 0.1, "packets": 2, "bytes": 20, "lost": 0,
+        {"type": "sink_interval", "version": records.VERSION, "flow": "a/0", "t": 0.1, "packets": 2, "bytes": 20, "lost": 0,
          "mbps": 1.0},
-        {"type": "sink_interval", "version": 4, "flow": "a/0", "t": 0.0, "packets": 1, "bytes": 10, "lost": 1,
+        {"type": "sink_interval", "version": records.VERSION, "flow": "a/0", "t": 0.0, "packets": 1, "bytes": 10, "lost": 1,
          "mbps": 0.5},
-        {"type": "sink_summary", "version": 4, "flow": "a/0", "packets": 3, "bytes": 30, "lost": 1, "reordered": 0,
+        {"type": "sink_summary", "version": records.VERSION, "flow": "a/0", "packets": 3, "bytes": 30, "lost": 1, "reordered": 0,
          "sent": 4, "loss_ratio": 0.25},
     ])
     r = traffic.SinkReport.parse("braid traffic sink: listening\n" + text)
@@ -41,10 +41,10 @@ def test_sink_report_groups_by_flow():
 
 
 def test_ping_report_needs_a_summary():
-    rtt = '{"type": "rtt", "version": 4, "seq": 0, "t": 0, "rtt_ms": 1.0}'
+    rtt = json.dumps({"type": "rtt", "version": records.VERSION, "seq": 0, "t": 0, "rtt_ms": 1.0})
     with pytest.raises(ValueError):
         traffic.ping_report(rtt)
-    ping = json.dumps({"type": "ping", "version": 4, "target": "10.0.0.2", "interval_ms": 10.0, "size": 1440,
+    ping = json.dumps({"type": "ping", "version": records.VERSION, "target": "10.0.0.2", "interval_ms": 10.0, "size": 1440,
                        "sent": 1, "received": 1, "lost": 0, "reordered": 0, "late_sends": 0, "min_ms": 1.0,
                        "median_ms": 1.0, "p99_ms": 1.0, "max_ms": 1.0, "mean_ms": 1.0})
     s, samples = traffic.ping_report(rtt + "\n" + ping)

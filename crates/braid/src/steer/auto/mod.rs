@@ -19,7 +19,10 @@
 //! (4..16 ms, Linux HyStart's threshold) or half the deepest queue seen if
 //! the buffer is shallower (2 ms at least), and *rises* above half that (1
 //! ms at least); the group's delivered rate; how much that rate varies from
-//! one sample to the next. Durations count in base RTTs with floors in
+//! one sample to the next; how much of their time the streams spend held by
+//! the hosts' buffers (the sending socket's, or the receiver's window; Linux
+//! caps both at a few MiB by default, a few hundred Mb/s a stream at 100 ms),
+//! which says at once that more streams move more. Durations count in base RTTs with floors in
 //! seconds, so a long path is given the round trips it needs (SETTLE 10,
 //! MEASURE 5, DRAIN 5, ASK 15, FREE 25).
 //!
@@ -32,8 +35,10 @@
 //!
 //! | phase | streams | leaves when | to |
 //! |---|---|---|---|
-//! | `Start` | 2 (or `-n`, if fewer), uncapped | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
-//! | `Grow` | uncapped, doubled at each step | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error, over the MEASURE or a few ticks of it: the queue is its own | `Full`, capped below what it moved as far as drains the queue in a DRAIN (a margin at most); back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
+//! | `Start` | 2 (or `-n`, if fewer), uncapped | the streams held by their own buffers (`path::Held`) at two ticks running, no queue rising, the group short of µ: the hosts, not the path, hold the rate | `Grow`, as many as µ needs at what each moves (twice as many without µ) |
+//! | | | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
+//! | `Grow` | uncapped, doubled at each step | held by their buffers as in `Start`, after SETTLE if the last step paid | `Grow`, as many as µ needs |
+//! | | | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error, over the MEASURE or a few ticks of it: the queue is its own | `Full`, capped below what it moved as far as drains the queue in a DRAIN (a margin at most); back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
 //! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
 //! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
 //! | | | else | `Grow`, doubled |
@@ -43,6 +48,7 @@
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
+//! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as many as µ needs |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs): the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
@@ -87,7 +93,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::proto::steer::{Steer, SteerState, Steering, StreamView};
-use path::{Delay, Delivered, Spread};
+use path::{Delay, Delivered, Held, Spread};
 
 /// The first streams.
 const FIRST_STREAMS: usize = 2;
@@ -210,6 +216,7 @@ pub struct Auto {
     delay: Delay,
     delivered: Delivered,
     spread: Spread,
+    held: Held,
     /// Streams that carry now.
     n: usize,
     /// How many the path needed while the group had it alone.
@@ -268,6 +275,7 @@ impl Auto {
             delay: Delay::default(),
             delivered: Delivered::new(Duration::from_secs(60)),
             spread: Spread::new(20),
+            held: Held::default(),
             n,
             n_full: n,
             from_n: n,
@@ -359,6 +367,9 @@ impl Auto {
         let m = self.margin();
         match self.phase {
             Phase::Start => {
+                if let Some(r) = self.held_by_hosts(t) {
+                    return self.grown(r);
+                }
                 let out_of_slow_start = streams
                     .iter()
                     .filter_map(|s| s.info.as_ref())
@@ -373,6 +384,15 @@ impl Auto {
                 }
             }
             Phase::Grow { since, before } => {
+                if let Some(r) = self.held_by_hosts(t) {
+                    // Once the streams the last step opened are past their slow
+                    // start, and if it paid: a host that holds the streams by its
+                    // CPU (a receiver that reads no faster, its window full) is
+                    // not helped by more of them.
+                    if before.is_none_or(|b| now >= since + t.settle && self.paid(b, r)) {
+                        return self.grown(r);
+                    }
+                }
                 if now < since + t.settle + t.measure {
                     return self.phase;
                 }
@@ -525,6 +545,12 @@ impl Auto {
                 // ticks); never more than a margin above what the group moves (a
                 // cap far above that asks nothing).
                 let recent = self.clean_rate(3 * t.tick);
+                // Streams held by their buffers have nothing unsent, so the cap
+                // (a pacing rate) does not hold them either.
+                if let Some(r) = self.held_by_hosts(t) {
+                    self.cap = None;
+                    return self.grown(r);
+                }
                 // A margin of the bottleneck's rate where it is known (the same
                 // reach for every group on the path, as the steps below), else of
                 // what the group moves.
@@ -736,6 +762,39 @@ impl Auto {
         1 << self.knee_seen.saturating_sub(1)
     }
 
+    /// The group's rate over the last three ticks, if the streams are held by
+    /// their own buffers (the sending socket's, or the receiver's window) at
+    /// this tick and the one before, no queue rises, the group moves less
+    /// than µ and it may open more: the hosts, not the path, hold the rate
+    /// (`path::Held`), and that needs no MEASURE of slack to show.
+    fn held_by_hosts(&self, t: Times) -> Option<f64> {
+        if !self.held.holds() || self.delay.rising() || self.n >= self.most {
+            return None;
+        }
+        self.clean_rate(3 * t.tick)
+            .filter(|r| *r > 0.0 && !self.carries_bottleneck(*r))
+    }
+
+    /// Streams held by their buffers at a rate `r`: each moves about r / n,
+    /// so µ needs n µ / r of them (µ's error above), one more at least;
+    /// twice as many where µ is not known. Within `-n`; the rate before is
+    /// `r`, to see what they buy.
+    fn grown(&mut self, r: f64) -> Phase {
+        let to = match self.bottleneck {
+            Some(mu) => {
+                let need = (self.n as f64 * mu * (1.0 + MU_WITHIN) / r).ceil();
+                (need.min(self.most as f64) as usize).max(self.n + 1)
+            }
+            None => self.n * 2,
+        };
+        self.from_n = self.n;
+        self.n = to.min(self.most);
+        Phase::Grow {
+            since: self.now,
+            before: Some(r),
+        }
+    }
+
     /// Twice the streams (within `-n`), to see what they buy over `rate`.
     fn doubled(&mut self, rate: Option<f64>) -> Phase {
         self.from_n = self.n;
@@ -818,6 +877,7 @@ impl Steer for Auto {
         self.now = elapsed;
         self.delay.note(streams);
         self.delivered.note(elapsed, streams);
+        self.held.note(streams);
         let standing = self.delay.standing();
         let level = if standing {
             Queue::Standing

@@ -13,6 +13,10 @@
 //! - [`Spread`]: how much the group's rate varies from tick to tick, as a
 //!   coefficient of variation: how far below what it measures a cap must be
 //!   to stay clear of the path's own noise.
+//! - [`Held`]: how much of each tick the streams spent held by their own
+//!   buffers (the sending socket's, or the receiver's window) rather than by
+//!   their congestion windows, from the kernel's chronographs: streams so
+//!   held move what the hosts let them, not what the path would.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -264,6 +268,61 @@ impl Spread {
     }
 }
 
+/// More than half of the time with data in flight: the buffers, not the
+/// congestion windows, hold the streams more often than not.
+const HELD: f64 = 0.5;
+
+/// The share of their busy time the streams spent held by their buffers,
+/// at each of the last two ticks.
+#[derive(Clone, Debug, Default)]
+pub struct Held {
+    /// Per stream: its connection's (busy, held) chronographs at the last tick, µs.
+    last: Vec<(u64, u64)>,
+    /// The share at the last tick and the one before (None: no stream was busy).
+    shares: [Option<f64>; 2],
+}
+
+impl Held {
+    pub fn note(&mut self, streams: &[StreamView]) {
+        let (mut busy, mut held) = (0u64, 0u64);
+        for s in streams {
+            if self.last.len() <= s.stream {
+                self.last.resize(s.stream + 1, (0, 0));
+            }
+            let Some(info) = &s.info else { continue };
+            let now = (info.busy_us, info.sndbuf_limited_us + info.rwnd_limited_us);
+            let (b0, h0) = self.last[s.stream];
+            // Chronographs that went back are a new connection's: all they say is new.
+            let (db, dh) = if now.0 >= b0 && now.1 >= h0 {
+                (now.0 - b0, now.1 - h0)
+            } else {
+                now
+            };
+            self.last[s.stream] = now;
+            if s.wanted {
+                busy += db;
+                held += dh.min(db);
+            }
+        }
+        self.shares = [
+            (busy > 0).then(|| held as f64 / busy as f64),
+            self.shares[0],
+        ];
+    }
+
+    /// The share at the last tick.
+    pub fn share(&self) -> Option<f64> {
+        self.shares[0]
+    }
+
+    /// Whether the buffers held the streams for more than half of their busy
+    /// time at the last tick and the one before (one tick may be a loss's
+    /// recovery, or a burst of the application's).
+    pub fn holds(&self) -> bool {
+        self.shares.iter().all(|s| s.is_some_and(|x| x > HELD))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,5 +470,43 @@ mod tests {
         }
         let drift = s.cv().unwrap();
         assert!(drift < 0.4 * noise, "{drift}");
+    }
+
+    /// A stream whose chronographs read `busy` and `held` (by its send buffer) ms.
+    fn chrono(stream: usize, busy: u64, held: u64) -> StreamView {
+        let mut v = view(stream, 10.0, 10.0, 0);
+        let info = v.info.as_mut().unwrap();
+        info.busy_us = busy * 1000;
+        info.sndbuf_limited_us = held * 1000;
+        v
+    }
+
+    #[test]
+    fn streams_are_held_by_their_buffers_more_than_half_of_two_ticks_running() {
+        let mut h = Held::default();
+        h.note(&[chrono(0, 0, 0), chrono(1, 0, 0)]);
+        assert_eq!(h.share(), None, "nothing busy yet");
+        // 100 ms busy each; one held 90 ms, the other 30: 60 % of the group's time.
+        h.note(&[chrono(0, 100, 90), chrono(1, 100, 30)]);
+        assert!((h.share().unwrap() - 0.6).abs() < 1e-9);
+        assert!(!h.holds(), "one tick only");
+        h.note(&[chrono(0, 200, 180), chrono(1, 200, 60)]);
+        assert!(h.holds());
+        // Held half the time is not more often than not.
+        h.note(&[chrono(0, 300, 280), chrono(1, 300, 60)]);
+        assert_eq!(h.share(), Some(0.5));
+        assert!(!h.holds());
+        // The receiver's window holds a stream too.
+        let mut v = chrono(0, 400, 310);
+        v.info.as_mut().unwrap().rwnd_limited_us = 70_000;
+        h.note(&[v, chrono(1, 400, 130)]);
+        assert!((h.share().unwrap() - 0.85).abs() < 1e-9);
+        // A new connection's chronographs start from zero; a stream the group
+        // does not want is not counted.
+        let mut quiet = chrono(1, 500, 230);
+        quiet.wanted = false;
+        h.note(&[chrono(0, 50, 45), quiet]);
+        assert!((h.share().unwrap() - 0.9).abs() < 1e-9);
+        assert!(h.holds());
     }
 }

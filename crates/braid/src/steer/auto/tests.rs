@@ -26,8 +26,16 @@ struct Path {
     /// What the two hosts can move at most (their CPU): it holds the group
     /// back before the bottleneck, so no queue comes of it.
     host: f64,
+    /// What each stream's socket buffer lets it move, bytes a second: a
+    /// stream it holds spends its busy time held by it (the kernel's chronographs).
+    buffer: f64,
+    /// A queue others keep at the bottleneck without filling it (a bursty
+    /// source's), ms: in every stream's RTT, taking nothing from the streams.
+    kept_queue_ms: f64,
     others: Others,
     acked: Vec<u64>,
+    /// Per stream: (busy, held by its buffer), µs.
+    chrono: Vec<(u64, u64)>,
     /// The streams' caps as auto told them.
     caps: Vec<Option<u64>>,
     carrying: usize,
@@ -47,8 +55,11 @@ impl Path {
             per_stream,
             base_ms,
             host: f64::INFINITY,
+            buffer: f64::INFINITY,
+            kept_queue_ms: 0.0,
             others: Others::Nobody,
             acked: vec![0; 64],
+            chrono: vec![(0, 0); 64],
             caps: vec![None; 64],
             carrying: 0,
             with_work: usize::MAX,
@@ -60,7 +71,8 @@ impl Path {
     /// One tick of `dt`: what the streams moved, and whether a queue stood.
     fn step(&mut self, a: &Auto, dt: Duration) -> Vec<StreamView> {
         let n = self.carrying.max(1);
-        let want: Vec<f64> = (0..n)
+        // What holds each stream short of its buffer: its losses, its cap, its work.
+        let own: Vec<f64> = (0..n)
             .map(|i| {
                 let cap = self.caps[i].map_or(f64::INFINITY, |c| c as f64);
                 let work = if i < self.with_work {
@@ -71,6 +83,8 @@ impl Path {
                 self.per_stream.min(cap).min(work)
             })
             .collect();
+        let want: Vec<f64> = own.iter().map(|o| o.min(self.buffer)).collect();
+        let by_buffer: Vec<bool> = own.iter().map(|o| self.buffer < *o).collect();
         // Streams without a limit of their own share equally what they get.
         let want: Vec<f64> = want.iter().map(|w| w.min(self.capacity)).collect();
         let wanted: f64 = want.iter().sum();
@@ -94,12 +108,18 @@ impl Path {
         self.ticks += 1;
         let ours = ours * (1.0 + swing * self.wobble);
         let threshold = a.delay.threshold().as_secs_f64() * 1e3;
-        let srtt = self.base_ms + if standing { 2.0 * threshold } else { 0.0 };
+        let srtt = self.base_ms + self.kept_queue_ms + if standing { 2.0 * threshold } else { 0.0 };
         (0..64)
             .map(|i| {
                 let carrying = i < n;
-                if carrying {
+                if carrying && want[i] > 0.0 {
                     self.acked[i] += (ours * want[i] / wanted.max(1.0) * dt.as_secs_f64()) as u64;
+                    let us = dt.as_micros() as u64;
+                    self.chrono[i].0 += us;
+                    // A full path holds the stream by its losses, whatever its buffer.
+                    if by_buffer[i] && !standing {
+                        self.chrono[i].1 += us;
+                    }
                 }
                 StreamView {
                     stream: i,
@@ -111,6 +131,8 @@ impl Path {
                         ssthresh: 100,
                         bytes_acked: self.acked[i],
                         mss: 1448,
+                        busy_us: self.chrono[i].0,
+                        sndbuf_limited_us: self.chrono[i].1,
                         ..Default::default()
                     }),
                 }
@@ -704,4 +726,68 @@ fn told_the_bottleneck_a_noisy_groups_slack_is_seen_at_the_bottlenecks_rate() {
     });
     // (Four buy nothing here, and are given back.)
     assert!(most > 2, "{:?}", a.phase());
+}
+
+/// Auto on a 100 MB/s path of 40 ms that no loss limits, its streams each
+/// held to 30 MB/s by their socket buffers, the receiving end telling `mu`
+/// (or nothing): the streams at each tick.
+fn held_by_buffers(
+    mu: Option<f64>,
+    others: Others,
+    kept_queue_ms: f64,
+) -> (Auto, Vec<(Duration, usize)>) {
+    let mut a = Auto::new(32, 1, true);
+    if let Some(mu) = mu {
+        a.bottleneck(mu);
+    }
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    p.buffer = 30.0 * MB;
+    p.others = others;
+    p.kept_queue_ms = kept_queue_ms;
+    let mut streams = Vec::new();
+    run(&mut a, &mut p, secs(20), |now, p, _| {
+        streams.push((now, p.carrying))
+    });
+    (a, streams)
+}
+
+fn streams_at(streams: &[(Duration, usize)], at: Duration) -> usize {
+    streams.iter().rfind(|(t, _)| *t <= at).map_or(0, |x| x.1)
+}
+
+#[test]
+fn streams_their_buffers_hold_are_added_at_once_as_many_as_the_bottleneck_needs() {
+    // Two streams move 60 MB/s with no queue; µ, 100 MB/s, needs 3.5 of them:
+    // 4 within half a second, where slack under a cap would take a SETTLE
+    // and a MEASURE to show.
+    let (a, streams) = held_by_buffers(Some(100.0 * MB), Others::Nobody, 0.0);
+    assert_eq!(
+        streams_at(&streams, Duration::from_millis(500)),
+        4,
+        "{streams:?}"
+    );
+    // Four fill the path: a queue, and no more streams.
+    assert_eq!(a.streams(), 4, "{streams:?}");
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+    // Without µ, twice as many.
+    let (_, streams) = held_by_buffers(None, Others::Nobody, 0.0);
+    assert_eq!(
+        streams_at(&streams, Duration::from_millis(500)),
+        4,
+        "{streams:?}"
+    );
+}
+
+#[test]
+fn streams_held_by_their_buffers_beside_others_are_not_added() {
+    // Flows that back off fill the path: a queue, so the path, not the
+    // buffers, is the limit, whatever the chronographs say of the slow
+    // start before it.
+    let (_, streams) = held_by_buffers(Some(100.0 * MB), Others::Elastic(4), 0.0);
+    assert!(streams.iter().all(|(_, n)| *n <= 2), "{streams:?}");
+    // A queue others keep without filling the path: the streams' buffers hold
+    // them, but someone else is there, and more streams would take from them.
+    let (_, streams) = held_by_buffers(Some(100.0 * MB), Others::Nobody, 20.0);
+    let first = streams_at(&streams, secs(4));
+    assert_eq!(first, 2, "{streams:?}");
 }
