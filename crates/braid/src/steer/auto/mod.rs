@@ -35,9 +35,9 @@
 //!
 //! | phase | streams | leaves when | to |
 //! |---|---|---|---|
-//! | `Start` | 2 (or `-n`, if fewer), uncapped | the streams held by their own buffers (`path::Held`) at two ticks running, no queue rising, the group short of µ: the hosts, not the path, hold the rate | `Grow`, as many as µ needs at what each moves (twice as many without µ) |
+//! | `Start` | 2 (or `-n`, if fewer), uncapped | the streams held by their own buffers (`path::Held`) at two ticks running, no queue rising, the group short of µ: the hosts, not the path, hold the rate | `Grow`, doubled, or as many as µ needs at what each moves if more |
 //! | | | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
-//! | `Grow` | uncapped, doubled at each step | held by their buffers as in `Start`, after SETTLE if the last step paid | `Grow`, as many as µ needs |
+//! | `Grow` | uncapped, doubled at each step | held by their buffers as in `Start`, after SETTLE if the last step paid | `Grow`, as from `Start` |
 //! | | | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error, over the MEASURE or a few ticks of it: the queue is its own | `Full`, capped below what it moved as far as drains the queue in a DRAIN (a margin at most); back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
 //! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
 //! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
@@ -48,7 +48,7 @@
 //! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
-//! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as many as µ needs |
+//! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs): the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
@@ -776,17 +776,15 @@ impl Auto {
     }
 
     /// Streams held by their buffers at a rate `r`: each moves about r / n,
-    /// so µ needs n µ / r of them (µ's error above), one more at least;
-    /// twice as many where µ is not known. Within `-n`; the rate before is
-    /// `r`, to see what they buy.
+    /// so µ needs n µ / r of them (µ's error above), if that is more than
+    /// twice as many (growth's step: the random losses that take some of
+    /// them off their buffers' limit soon after are not in r). Within `-n`;
+    /// the rate before is `r`, to see what they buy.
     fn grown(&mut self, r: f64) -> Phase {
-        let to = match self.bottleneck {
-            Some(mu) => {
-                let need = (self.n as f64 * mu * (1.0 + MU_WITHIN) / r).ceil();
-                (need.min(self.most as f64) as usize).max(self.n + 1)
-            }
-            None => self.n * 2,
-        };
+        let need = self.bottleneck.map_or(0.0, |mu| {
+            (self.n as f64 * mu * (1.0 + MU_WITHIN) / r).ceil()
+        });
+        let to = (need.min(self.most as f64) as usize).max(self.n * 2);
         self.from_n = self.n;
         self.n = to.min(self.most);
         Phase::Grow {

@@ -729,10 +729,11 @@ fn told_the_bottleneck_a_noisy_groups_slack_is_seen_at_the_bottlenecks_rate() {
 }
 
 /// Auto on a 100 MB/s path of 40 ms that no loss limits, its streams each
-/// held to 30 MB/s by their socket buffers, the receiving end telling `mu`
+/// held to `buffer` by their socket buffers, the receiving end telling `mu`
 /// (or nothing): the streams at each tick.
 fn held_by_buffers(
     mu: Option<f64>,
+    buffer: f64,
     others: Others,
     kept_queue_ms: f64,
 ) -> (Auto, Vec<(Duration, usize)>) {
@@ -741,7 +742,7 @@ fn held_by_buffers(
         a.bottleneck(mu);
     }
     let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
-    p.buffer = 30.0 * MB;
+    p.buffer = buffer;
     p.others = others;
     p.kept_queue_ms = kept_queue_ms;
     let mut streams = Vec::new();
@@ -756,11 +757,11 @@ fn streams_at(streams: &[(Duration, usize)], at: Duration) -> usize {
 }
 
 #[test]
-fn streams_their_buffers_hold_are_added_at_once_as_many_as_the_bottleneck_needs() {
+fn streams_their_buffers_hold_are_doubled_at_once_or_as_many_as_the_bottleneck_needs() {
     // Two streams move 60 MB/s with no queue; µ, 100 MB/s, needs 3.5 of them:
-    // 4 within half a second, where slack under a cap would take a SETTLE
-    // and a MEASURE to show.
-    let (a, streams) = held_by_buffers(Some(100.0 * MB), Others::Nobody, 0.0);
+    // doubled within half a second, where slack under a cap would take a
+    // SETTLE and a MEASURE to show.
+    let (a, streams) = held_by_buffers(Some(100.0 * MB), 30.0 * MB, Others::Nobody, 0.0);
     assert_eq!(
         streams_at(&streams, Duration::from_millis(500)),
         4,
@@ -770,12 +771,20 @@ fn streams_their_buffers_hold_are_added_at_once_as_many_as_the_bottleneck_needs(
     assert_eq!(a.streams(), 4, "{streams:?}");
     assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
     // Without µ, twice as many.
-    let (_, streams) = held_by_buffers(None, Others::Nobody, 0.0);
+    let (_, streams) = held_by_buffers(None, 30.0 * MB, Others::Nobody, 0.0);
     assert_eq!(
         streams_at(&streams, Duration::from_millis(500)),
         4,
         "{streams:?}"
     );
+    // Streams held to 10 MB/s: µ needs 10.5 of them, and gets 11 at once.
+    let (a, streams) = held_by_buffers(Some(100.0 * MB), 10.0 * MB, Others::Nobody, 0.0);
+    assert_eq!(
+        streams_at(&streams, Duration::from_millis(500)),
+        11,
+        "{streams:?}"
+    );
+    assert_eq!(a.streams(), 11, "{streams:?}");
 }
 
 #[test]
@@ -783,11 +792,11 @@ fn streams_held_by_their_buffers_beside_others_are_not_added() {
     // Flows that back off fill the path: a queue, so the path, not the
     // buffers, is the limit, whatever the chronographs say of the slow
     // start before it.
-    let (_, streams) = held_by_buffers(Some(100.0 * MB), Others::Elastic(4), 0.0);
+    let (_, streams) = held_by_buffers(Some(100.0 * MB), 30.0 * MB, Others::Elastic(4), 0.0);
     assert!(streams.iter().all(|(_, n)| *n <= 2), "{streams:?}");
     // A queue others keep without filling the path: the streams' buffers hold
     // them, but someone else is there, and more streams would take from them.
-    let (_, streams) = held_by_buffers(Some(100.0 * MB), Others::Nobody, 20.0);
+    let (_, streams) = held_by_buffers(Some(100.0 * MB), 30.0 * MB, Others::Nobody, 20.0);
     let first = streams_at(&streams, secs(4));
     assert_eq!(first, 2, "{streams:?}");
 }
