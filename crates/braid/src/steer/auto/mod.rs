@@ -21,10 +21,10 @@
 //! ms at least); the group's delivered rate; how much that rate varies from
 //! one sample to the next; how much of their time the streams spend held by
 //! the hosts' buffers (the sending socket's, or the receiver's window; Linux
-//! caps both at a few MiB by default, a few hundred Mb/s a stream at 100 ms),
-//! which says at once that more streams move more. Durations count in base RTTs with floors in
-//! seconds, so a long path is given the round trips it needs (SETTLE 10,
-//! MEASURE 5, DRAIN 5, ASK 15, FREE 25).
+//! caps both at a few MiB by default, a few hundred Mb/s a stream at 100
+//! ms), which says at once that more streams move more. Durations count in
+//! base RTTs with floors in seconds, so a long path is given the round trips
+//! it needs (SETTLE 10, MEASURE 5, DRAIN 5, ASK 15, FREE 25).
 //!
 //! Whose queue it is, auto asks as Nimbus asks whether cross traffic is
 //! elastic: it caps the group a margin below what it moves (`Ask`). Flows
@@ -367,7 +367,7 @@ impl Auto {
         let m = self.margin();
         match self.phase {
             Phase::Start => {
-                if let Some(r) = self.held_by_hosts(t) {
+                if let Some(r) = self.held_by_hosts(self.clean_rate(3 * t.tick)) {
                     return self.grown(r);
                 }
                 let out_of_slow_start = streams
@@ -384,7 +384,7 @@ impl Auto {
                 }
             }
             Phase::Grow { since, before } => {
-                if let Some(r) = self.held_by_hosts(t) {
+                if let Some(r) = self.held_by_hosts(self.clean_rate(3 * t.tick)) {
                     // Once the streams the last step opened are past their slow
                     // start, and if it paid: a host that holds the streams by its
                     // CPU (a receiver that reads no faster, its window full) is
@@ -547,7 +547,7 @@ impl Auto {
                 let recent = self.clean_rate(3 * t.tick);
                 // Streams held by their buffers have nothing unsent, so the cap
                 // (a pacing rate) does not hold them either.
-                if let Some(r) = self.held_by_hosts(t) {
+                if let Some(r) = self.held_by_hosts(recent) {
                     self.cap = None;
                     return self.grown(r);
                 }
@@ -762,17 +762,16 @@ impl Auto {
         1 << self.knee_seen.saturating_sub(1)
     }
 
-    /// The group's rate over the last three ticks, if the streams are held by
-    /// their own buffers (the sending socket's, or the receiver's window) at
-    /// this tick and the one before, no queue rises, the group moves less
-    /// than µ and it may open more: the hosts, not the path, hold the rate
-    /// (`path::Held`), and that needs no MEASURE of slack to show.
-    fn held_by_hosts(&self, t: Times) -> Option<f64> {
+    /// The group's `recent` rate (over the last three ticks), if the streams
+    /// are held by their own buffers (the sending socket's, or the receiver's
+    /// window) at this tick and the one before, no queue rises, the group
+    /// moves less than µ and it may open more: the hosts, not the path, hold
+    /// the rate (`path::Held`), and that needs no MEASURE of slack to show.
+    fn held_by_hosts(&self, recent: Option<f64>) -> Option<f64> {
         if !self.held.holds() || self.delay.rising() || self.n >= self.most {
             return None;
         }
-        self.clean_rate(3 * t.tick)
-            .filter(|r| *r > 0.0 && !self.carries_bottleneck(*r))
+        recent.filter(|r| *r > 0.0 && !self.carries_bottleneck(*r))
     }
 
     /// Streams held by their buffers at a rate `r`: each moves about r / n,
@@ -784,9 +783,8 @@ impl Auto {
         let need = self.bottleneck.map_or(0.0, |mu| {
             (self.n as f64 * mu * (1.0 + MU_WITHIN) / r).ceil()
         });
-        let to = (need.min(self.most as f64) as usize).max(self.n * 2);
         self.from_n = self.n;
-        self.n = to.min(self.most);
+        self.n = (need as usize).max(self.n * 2).min(self.most);
         Phase::Grow {
             since: self.now,
             before: Some(r),
