@@ -40,7 +40,7 @@
 //! | `Grow` | uncapped, doubled at each step | held by their buffers as in `Start`, after SETTLE if the last step paid | `Grow`, as from `Start` |
 //! | | | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error, over the MEASURE or a few ticks of it: the queue is its own | `Full`, capped below what it moved as far as drains the queue in a DRAIN (a margin at most); back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
 //! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
-//! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) |
+//! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) and they carried µ, where it is known |
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
@@ -60,11 +60,13 @@
 //! Where the receiving end tells the bottleneck's rate µ, these rules read it.
 //! A queue that rises while the group moves all of µ holds nobody else's
 //! packets, so growth stops there without an ask, `Full` drains it without
-//! one, and the cap steps only as far below µ as empties it in a DRAIN; the
-//! doubling that brought the group there is kept unless the streams before
-//! it carried µ too. A group that moves µ is held by the path, not by its
-//! streams, so it does not add streams; a cap never climbs above µ (within
-//! its error), where it would only let the streams fill the queue; and a
+//! one, and the cap steps only as far below µ as empties it in a DRAIN; a
+//! doubling, whatever it bought, is kept unless the streams before it
+//! carried µ too (a few seconds after it, the drops its slow start brought
+//! may hold every stream, and fewer streams leave the room unused longer).
+//! A group that moves µ is held by the path, not by its streams, so it does
+//! not add streams; a cap never climbs above µ (within its error), where it
+//! would only let the streams fill the queue; and a
 //! rate the sender counts above µ (a retransmission that fills a hole acks a
 //! window at once) is read as µ. A doubling pays by half of the room µ
 //! leaves above the rate before it, if that is less than the rate before
@@ -715,7 +717,7 @@ impl Auto {
     /// noise. Given back, the streams leave that part unused again, show
     /// slack under their cap, and double into the same queue over and over.
     fn own_queue_in_growth(&mut self, before: Option<f64>, r: f64, gave: f64, m: f64) -> Phase {
-        if let Some(b) = before.filter(|b| self.carries_bottleneck(*b)) {
+        if let Some(b) = before {
             self.give_back_if_it_bought_nothing(b, r, m);
         }
         self.alone = Some(gave);
@@ -738,9 +740,19 @@ impl Auto {
     /// A doubling from a rate of `b` that brought `r`, no more than the rate's
     /// own noise (`m`) above it, bought nothing: the streams it added carry
     /// nothing the others would not, and cost (their own losses, both hosts'
-    /// CPU). Back to the streams before it, as the ones the path needs.
+    /// CPU). Back to the streams before it, as the ones the path needs, if
+    /// they carried the bottleneck's rate (µ) as far as it is known.
+    ///
+    /// Streams that moved more than µ's error below it left part of the path
+    /// unused, and a few seconds after a doubling say little of what more
+    /// streams move there: the new streams' slow start overshoots, and the
+    /// drops it brings (a RED queue's early ones above all) cut every
+    /// stream's window, which CUBIC takes tens of seconds to grow back at a
+    /// long path's window. Given back, the streams before are the ones just
+    /// cut, and leave the room unused longer than the doubling did.
     fn give_back_if_it_bought_nothing(&mut self, b: f64, r: f64, m: f64) {
-        if r <= b * (1.0 + m) {
+        let carried = self.bottleneck.is_none() || self.carries_bottleneck(b);
+        if carried && r <= b * (1.0 + m) {
             self.n = self.from_n;
             self.n_full = self.n;
         }

@@ -362,6 +362,33 @@ fn a_knee_that_one_doubling_measured_wrongly_is_left_when_no_queue_comes() {
 }
 
 #[test]
+fn told_the_bottleneck_a_doubling_measured_in_the_drops_it_brought_is_kept_while_the_path_has_room()
+{
+    // 100 MB/s; random loss holds each stream to 20 MB/s, and while the first
+    // four are measured the drops their slow start brought hold every stream
+    // to half that: four move what two moved, and the path has room.
+    // Told µ, the four are kept (two leave the room unused); not told, the
+    // room is not known and the doubling is given back.
+    for (mu, kept) in [(Some(100.0 * MB), 4), (None, 2)] {
+        let mut a = Auto::new(32, 1, true);
+        if let Some(mu) = mu {
+            a.bottleneck(mu);
+        }
+        let mut p = Path::new(100.0 * MB, 20.0 * MB, 40.0);
+        let mut at_knee = None;
+        run(&mut a, &mut p, secs(30), |_, p, phase| {
+            let first_four =
+                at_knee.is_none() && matches!(phase, Phase::Grow { .. }) && p.carrying == 4;
+            p.per_stream = if first_four { 10.0 * MB } else { 20.0 * MB };
+            if at_knee.is_none() && matches!(phase, Phase::Full { .. }) {
+                at_knee = Some(p.carrying);
+            }
+        });
+        assert_eq!(at_knee, Some(kept), "told µ {mu:?}");
+    }
+}
+
+#[test]
 fn streams_that_cost_more_than_they_carry_are_given_back_and_a_knee_found_again_is_tried_ever_more_rarely(
 ) {
     // 125 MB/s, no random loss, each stream's window holds it to 30 MB/s; the
