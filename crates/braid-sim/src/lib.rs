@@ -26,8 +26,10 @@
 //!   Linux would restart from one packet;
 //! - no delayed ACKs, no receive window; pacing only where a steer caps a
 //!   flow's rate (one packet per interval, as the kernel paces under
-//!   SO_MAX_PACING_RATE), and a paced flow that does not fill its window
-//!   does not grow it (the kernel's tcp_is_cwnd_limited);
+//!   SO_MAX_PACING_RATE), and a paced flow grows its window only while the
+//!   window holds it back (the kernel's tcp_is_cwnd_limited: at some send of
+//!   the last round, or in slow start while the window is under twice the
+//!   most in flight);
 //! - a stiff flow (UDP that does not back off) sends at its rate, a constant
 //!   or a sinusoid, and is never retransmitted.
 
@@ -324,6 +326,12 @@ struct Sender {
     /// Its counters when its connection began (TCP_INFO's start at zero).
     sent_base: u64,
     lost_base: u64,
+    /// The most it had in flight over the round that ends when `max_out_seq`
+    /// is acknowledged, and whether its window held it back in that round
+    /// (the kernel's max_packets_out and is_cwnd_limited).
+    max_out: u64,
+    max_out_seq: u64,
+    cwnd_limited: bool,
 }
 
 impl Sender {
@@ -337,6 +345,30 @@ impl Sender {
         match (self.pace_gap_ns, bbr) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether its window holds it back, so that it may grow (the kernel's
+    /// tcp_is_cwnd_limited): its window held it at some send of the last
+    /// round, or, in slow start, the window is under twice the most it had in
+    /// flight then (a paced flow's slow start goes on while the pacing lets
+    /// out most of what the window allows).
+    fn window_limited(&self) -> bool {
+        self.pace_gap_ns.is_none()
+            || self.cwnd_limited
+            || (self.cc.cwnd() < self.cc.ssthresh() && (self.cc.cwnd() as u64) < 2 * self.max_out)
+    }
+
+    /// After a send: the round's most in flight, and whether the window held it (tcp_cwnd_validate).
+    fn validate_window(&mut self, limited: bool) {
+        let out = self.outstanding.len() as u64;
+        let una = self.outstanding.front().map_or(self.next_seq, |o| o.seq);
+        if una >= self.max_out_seq || out > self.max_out {
+            self.max_out = out;
+            self.max_out_seq = self.next_seq;
+            self.cwnd_limited = limited;
+        } else {
+            self.cwnd_limited |= limited;
         }
     }
 
@@ -461,6 +493,9 @@ impl Run {
                     parked: false,
                     sent_base: 0,
                     lost_base: 0,
+                    max_out: 0,
+                    max_out_seq: 0,
+                    cwnd_limited: false,
                 })
                 .collect(),
             groups: (0..groups).map(|_| Group::default()).collect(),
@@ -644,6 +679,9 @@ impl Run {
         s.next_send_ns = now;
         s.sent_base = s.next_seq;
         s.lost_base = s.lost;
+        s.max_out = 0;
+        s.max_out_seq = s.next_seq;
+        s.cwnd_limited = false;
     }
 
     fn views(&self) -> Vec<FlowView> {
@@ -743,6 +781,7 @@ impl Run {
             return dropped;
         }
         let gap = s.gap_ns();
+        let before = s.next_seq;
         while (s.outstanding.len() as u64) < s.cc.cwnd() as u64 && s.has_data() {
             if let Some(gap) = gap {
                 if now < s.next_send_ns {
@@ -765,6 +804,10 @@ impl Run {
             if self.link.arrive(now, p).is_err() {
                 dropped += 1;
             }
+        }
+        let limited = (s.outstanding.len() as u64) >= s.cc.cwnd() as u64;
+        if s.next_seq > before || limited {
+            s.validate_window(limited);
         }
         dropped
     }
@@ -816,10 +859,9 @@ impl Run {
         let Some(pos) = s.outstanding.iter().position(|o| o.seq == p.seq) else {
             return;
         };
-        // A window grows only while the sender fills it (the kernel's
+        // A window grows only while it holds the sender back (the kernel's
         // tcp_is_cwnd_limited): a paced flow below its window does not.
-        let filled =
-            s.pace_gap_ns.is_none() || s.outstanding.len() as u64 + 1 >= s.cc.cwnd() as u64;
+        let filled = s.window_limited();
         let out = s.outstanding.remove(pos).expect("found");
         // Packets sent DUPTHRESH or more before this one and not yet acknowledged are lost.
         let mut lost = 0;

@@ -128,12 +128,33 @@ fn auto_keeps_up_with_one_cubic_stream_beside_bbr() {
 }
 
 #[test]
-fn two_autos_share_a_path_evenly() {
-    let link = "rate 100mbit limit 333 loss random 0.001% seed 8";
+fn two_autos_share_a_path_as_evenly_as_two_ordinary_flows_do() {
     // The second starts 10 s after the first, which has the path by then.
-    let t = autos(link, 40.0, 2, &[0, 10 * S], &[], 40, 130);
-    let (a, b) = (t.mbps(0), t.mbps(1));
-    let j = jain(&[a, b]);
-    eprintln!("measured: two autos: {a:.1} and {b:.1} Mb/s, Jain {j:.3}");
-    assert!(j > 0.95, "{j:.3}");
+    // Beside each other the two become ordinary CUBIC flows, and two CUBIC
+    // flows on a drop-tail path may keep an uneven split for minutes (the
+    // one that came first holds a larger window through shared losses):
+    // evenly is a Jain index of 0.95, or as even as two CUBIC flows in
+    // their places share, on each of four loss patterns.
+    for seed in [8, 9, 10, 11] {
+        let link = format!("rate 100mbit limit 333 loss random 0.001% seed {seed}");
+        let t = autos(&link, 40.0, 2, &[0, 10 * S], &[], 40, 130);
+        let (a, b) = (t.mbps(0), t.mbps(1));
+        let j = jain(&[a, b]);
+        let pair = [
+            Flow::cubic(),
+            Flow {
+                start_ns: 10 * S,
+                ..Flow::cubic()
+            },
+        ];
+        let o = fixed(&link, 40.0, &pair, 40, 130);
+        let cubic = jain(&[o.mbps(0..1), o.mbps(1..2)]);
+        eprintln!(
+            "measured: seed {seed}: two autos: {a:.1} and {b:.1} Mb/s, Jain {j:.3}; two CUBIC flows {cubic:.3}"
+        );
+        assert!(
+            j >= cubic.min(0.95),
+            "seed {seed}: {j:.3} against {cubic:.3}"
+        );
+    }
 }

@@ -348,3 +348,22 @@ fn short_poisson_flows_load_the_path_as_asked() {
     );
     assert!((24.0..36.0).contains(&load), "{load:.1}");
 }
+
+#[test]
+fn a_paced_flow_in_slow_start_climbs_to_its_pace() {
+    // 1 Gb/s, 100 ms, a buffer that never fills: one CUBIC flow paced from
+    // the start at 400 Mb/s of payload. Its ACKs come back at the pace, so it
+    // never has its whole window in flight; the kernel still counts it held
+    // by its window while the window is under twice what it had in flight
+    // (tcp_is_cwnd_limited in slow start), and its slow start doubles to the
+    // pace within ten round trips, as it would unpaced.
+    use braid_sim::SimSteering;
+    let cfg = spec::parse("rate 1000mbit limit 100000 delay 50ms").expect("a valid spec");
+    let mut run = Run::new(cfg, 50 * MS, &[Flow::cubic()]);
+    let pace = 400e6 / 8.0;
+    run.steer_now(&[SimSteering::Pace(0, Some(pace as u64))]);
+    let o = run.measure(2 * S, 5 * S);
+    assert_eq!(o.losses[0], 0);
+    let mbps = o.mbps(0..1);
+    assert!(mbps > 0.95 * 400.0 && mbps < 1.01 * 400.0, "{mbps:.1} Mb/s");
+}

@@ -15,7 +15,8 @@
 //! and without root.
 //!
 //! The path's state comes from the streams' TCP_INFO (`path`): the base RTT
-//! and the queue above it, which *stands* above an eighth of the base RTT
+//! and the queue above it (the lowest RTT of the streams acknowledged at a
+//! tick: a shared queue is in all of them), which *stands* above an eighth of the base RTT
 //! (4..16 ms, Linux HyStart's threshold) or half the deepest queue seen if
 //! the buffer is shallower (2 ms at least), and *rises* above half that (1
 //! ms at least); the group's delivered rate; how much that rate varies from
@@ -883,8 +884,9 @@ impl Steer for Auto {
 
     fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         self.now = elapsed;
-        self.delay.note(streams);
         self.delivered.note(elapsed, streams);
+        let delivered = &self.delivered;
+        self.delay.note(streams, |i| delivered.acked(i));
         self.held.note(streams);
         let standing = self.delay.standing();
         let level = if standing {

@@ -2,7 +2,8 @@
 //! pure estimators, each with its own tests.
 //!
 //! - [`Delay`]: the propagation delay (the smallest RTT any stream saw) and
-//!   the queue (the streams' lower median smoothed RTT above it); a queue
+//!   the queue (the lowest smoothed RTT above it of the streams acknowledged
+//!   at the tick: a queue at the bottleneck is in all of them); a queue
 //!   *stands* when it is above the threshold Linux's HyStart uses to call a
 //!   queue grown (an eighth of the base RTT, within 4..16 ms), or above half
 //!   the deepest queue seen, if that is less (a buffer shallower than
@@ -46,15 +47,16 @@ pub struct Delay {
 }
 
 impl Delay {
-    /// Reads one tick's streams: the base RTT can only fall.
-    pub fn note(&mut self, streams: &[StreamView]) {
+    /// Reads one tick's streams (`acked`: whether stream `i` had anything
+    /// acknowledged since the tick before): the base RTT can only fall.
+    pub fn note(&mut self, streams: &[StreamView], acked: impl Fn(usize) -> bool) {
         let carrying: Vec<_> = streams
             .iter()
             .filter(|s| s.wanted)
-            .filter_map(|s| s.info.as_ref())
-            .filter(|i| i.srtt_us > 0)
+            .filter_map(|s| s.info.as_ref().map(|i| (s.stream, i)))
+            .filter(|(_, i)| i.srtt_us > 0)
             .collect();
-        for i in &carrying {
+        for (_, i) in &carrying {
             let m = if i.min_rtt_us > 0 {
                 i.min_rtt_us
             } else {
@@ -63,15 +65,22 @@ impl Delay {
             self.base_us = Some(self.base_us.map_or(m, |b| b.min(m)));
         }
         let Some(base) = self.base_us else { return };
-        let mut srtt: Vec<u32> = carrying.iter().map(|i| i.srtt_us).collect();
-        if srtt.is_empty() {
+        // The lowest smoothed RTT of the streams acknowledged at this tick: a
+        // queue at the bottleneck is in every stream's RTT, and what one stream
+        // has above the lowest is its own (a receiver's stall; a sparse stream's
+        // delayed ACKs, which wait for a second packet, and Linux times a
+        // cumulative ACK from the oldest packet it covers). A stream with
+        // nothing acknowledged since the tick before has no new sample: its RTT
+        // is of the path as it was. With none acknowledged, nothing is new.
+        let Some(lowest) = carrying
+            .iter()
+            .filter(|(s, _)| acked(*s))
+            .map(|(_, i)| i.srtt_us)
+            .min()
+        else {
             return;
-        }
-        srtt.sort_unstable();
-        // The lower median: a queue at the bottleneck is in every stream's
-        // RTT, and one stream's above the rest is its own (a receiver's
-        // stall, a stale sample while it recovers), two streams or twenty.
-        self.queue_us = srtt[(srtt.len() - 1) / 2].saturating_sub(base);
+        };
+        self.queue_us = lowest.saturating_sub(base);
         // Against what was seen before: a queue is not measured by itself.
         self.threshold = self.threshold_now();
         self.deepest_us = self.deepest_us.max(self.queue_us);
@@ -173,6 +182,11 @@ impl Delivered {
 
     pub fn total(&self) -> u64 {
         self.total
+    }
+
+    /// Whether stream `i` had anything acknowledged over the last tick.
+    pub fn acked(&self, i: usize) -> bool {
+        self.moved.get(i).is_some_and(|m| m.is_some())
     }
 
     /// What each of the first `n` streams moved over the last tick, bytes a
@@ -354,43 +368,95 @@ mod tests {
             (200.0, 16.1, true),
         ] {
             let mut d = Delay::default();
-            d.note(&[view(0, base, base, 0)]);
+            d.note(&[view(0, base, base, 0)], |_| true);
             // A buffer seen to hold 50 ms.
-            d.note(&[view(0, base + 50.0, base, 0)]);
-            d.note(&[
-                view(0, base + queue, base, 0),
-                view(1, base + queue, base + 1.0, 0),
-            ]);
+            d.note(&[view(0, base + 50.0, base, 0)], |_| true);
+            d.note(
+                &[
+                    view(0, base + queue, base, 0),
+                    view(1, base + queue, base + 1.0, 0),
+                ],
+                |_| true,
+            );
             assert_eq!(d.standing(), stands, "base {base} ms, queue {queue} ms");
         }
         // A buffer seen to hold no more than 5 ms: half of that stands.
         let mut d = Delay::default();
-        d.note(&[view(0, 40.0, 40.0, 0)]);
-        d.note(&[view(0, 45.0, 40.0, 0)]);
-        d.note(&[view(0, 42.6, 40.0, 0)]);
+        d.note(&[view(0, 40.0, 40.0, 0)], |_| true);
+        d.note(&[view(0, 45.0, 40.0, 0)], |_| true);
+        d.note(&[view(0, 42.6, 40.0, 0)], |_| true);
         assert!(d.standing());
-        d.note(&[view(0, 42.4, 40.0, 0)]);
+        d.note(&[view(0, 42.4, 40.0, 0)], |_| true);
         assert!(!d.standing());
         // Never below two milliseconds.
         let mut d = Delay::default();
-        d.note(&[view(0, 40.0, 40.0, 0)]);
-        d.note(&[view(0, 41.0, 40.0, 0)]);
-        d.note(&[view(0, 41.9, 40.0, 0)]);
+        d.note(&[view(0, 40.0, 40.0, 0)], |_| true);
+        d.note(&[view(0, 41.0, 40.0, 0)], |_| true);
+        d.note(&[view(0, 41.9, 40.0, 0)], |_| true);
         assert!(!d.standing());
-        // The median stream's: one stream's spike is no queue.
+        // The lowest stream's: one stream's spike is no queue.
         let mut d = Delay::default();
-        d.note(&[
-            view(0, 50.0, 40.0, 0),
-            view(1, 41.0, 40.0, 0),
-            view(2, 41.0, 40.0, 0),
-        ]);
+        d.note(
+            &[
+                view(0, 50.0, 40.0, 0),
+                view(1, 41.0, 40.0, 0),
+                view(2, 41.0, 40.0, 0),
+            ],
+            |_| true,
+        );
         assert!(!d.standing());
-        // Of two, the lower: one stream's spike is no queue there either.
+        // Of two, the lower: nor there.
         let mut d = Delay::default();
-        d.note(&[view(0, 50.0, 40.0, 0), view(1, 41.0, 40.0, 0)]);
+        d.note(&[view(0, 50.0, 40.0, 0), view(1, 41.0, 40.0, 0)], |_| true);
         assert!(!d.standing());
-        d.note(&[view(0, 50.0, 40.0, 0), view(1, 50.0, 40.0, 0)]);
+        d.note(&[view(0, 50.0, 40.0, 0), view(1, 50.0, 40.0, 0)], |_| true);
         assert!(d.standing());
+    }
+
+    #[test]
+    fn the_queue_is_the_lowest_rtt_of_the_streams_acknowledged_at_the_tick() {
+        // Sparse streams under a cap: most wait for their delayed ACKs (16-32
+        // ms above a 150 ms base) while one reads the base: no queue at the link.
+        let mut d = Delay::default();
+        let mut got = Delivered::new(Duration::from_secs(10));
+        let tick = |d: &mut Delay, got: &mut Delivered, ms: u64, v: &[StreamView]| {
+            got.note(Duration::from_millis(ms), v);
+            d.note(v, |i| got.acked(i));
+        };
+        let sparse = |extra: [f64; 4], acked: [u64; 4]| -> Vec<StreamView> {
+            (0..4)
+                .map(|i| view(i, 150.0 + extra[i], 150.0, acked[i]))
+                .collect()
+        };
+        tick(&mut d, &mut got, 0, &sparse([0.0; 4], [1000; 4]));
+        tick(
+            &mut d,
+            &mut got,
+            150,
+            &sparse([16.0, 32.0, 20.0, 1.5], [2000; 4]),
+        );
+        assert!(!d.rising(), "{:?}", d.queue());
+        // Stream 3 has had nothing acknowledged since: its RTT is of the path
+        // as it was, and a queue that rose since is in all the others.
+        tick(
+            &mut d,
+            &mut got,
+            300,
+            &sparse([30.0, 40.0, 30.0, 1.5], [3000, 3000, 3000, 2000]),
+        );
+        assert_eq!(d.queue(), Duration::from_millis(30));
+        assert!(d.standing());
+        // Nothing acknowledged at all: nothing new is known, the reading stays.
+        tick(
+            &mut d,
+            &mut got,
+            450,
+            &sparse([0.0; 4], [3000, 3000, 3000, 2000]),
+        );
+        assert_eq!(d.queue(), Duration::from_millis(30));
+        // Acknowledged again, all at the base: the queue went.
+        tick(&mut d, &mut got, 600, &sparse([0.5; 4], [4000; 4]));
+        assert!(!d.rising());
     }
 
     /// One tick at `ms` of streams (number, bytes acknowledged) on a clean 10 ms path.
