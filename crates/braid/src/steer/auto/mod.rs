@@ -41,7 +41,7 @@
 //! | `Grow` | uncapped, doubled at each step | held by their buffers as in `Start`, after SETTLE if the last step paid | `Grow`, as from `Start` |
 //! | | | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error, over the MEASURE or a few ticks of it: the queue is its own | `Full`, capped below what it moved as far as drains the queue in a DRAIN (a margin at most); back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
 //! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
-//! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) and they carried µ, where it is known |
+//! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), the group moves µ within its error (the path holds it), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) and they carried µ, where it is known |
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
@@ -51,35 +51,36 @@
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
-//! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs): the path is not full, whatever one doubling measured | `Grow`, doubled |
+//! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs), the group short of µ: the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
 //! far below what the path gives is clear of its own noise 95 % of the
 //! time), within 5..25 %.
 //!
-//! Where the receiving end tells the bottleneck's rate µ, these rules read it.
-//! A queue that rises while the group moves all of µ holds nobody else's
+//! Where the receiving end tells the bottleneck's rate µ, these rules read
+//! it. A queue that rises while the group moves all of µ holds nobody else's
 //! packets, so growth stops there without an ask, `Full` drains it without
 //! one, and the cap steps only as far below µ as empties it in a DRAIN; a
-//! doubling, whatever it bought, is kept unless the streams before it
-//! carried µ too (a few seconds after it, the drops its slow start brought
-//! may hold every stream, and fewer streams leave the room unused longer).
-//! A group that moves µ is held by the path, not by its streams, so it does
-//! not add streams; a cap never climbs above µ (within its error), where it
-//! would only let the streams fill the queue; and a
-//! rate the sender counts above µ (a retransmission that fills a hole acks a
-//! window at once) is read as µ. A doubling pays by half of the room µ
-//! leaves above the rate before it, if that is less than the rate before
-//! (`Auto::paid`). And the cap climbs in
-//! fractions of µ, the same for every group on the path, rather than of
-//! itself: two autos that step down together by fractions of their caps and
-//! climb by the same amounts converge on equal caps (Chiu and Jain's additive
-//! increase, multiplicative decrease), where climbing by fractions of their
-//! own caps keeps whatever ratio they started from. A queue that stands
-//! through a drain in `Full` while the group moves less than µ is still
-//! asked about: the cap's step down would have let a queue of the group's
-//! own go.
+//! doubling, whatever it bought, is kept unless the streams before it carried
+//! µ too (a few seconds after it, the drops its slow start brought may hold
+//! every stream, and fewer streams leave the room unused longer). A group
+//! that moves µ is held by the path, not by its streams, so it does not add
+//! streams (where its buffers hold its streams, after a doubling that paid,
+//! or after a FREE without a queue: a doubling more finds only the queue, and
+//! its streams' slow start overshoots it); a cap never climbs above µ (within
+//! its error), where it would only let the streams fill the queue; and a rate
+//! the sender counts above µ (a retransmission that fills a hole acks a
+//! window at once) is read as µ. A doubling pays by half of the room µ leaves
+//! above the rate before it, if that is less than the rate before
+//! (`Auto::paid`). And the cap climbs in fractions of µ, the same for every
+//! group on the path, rather than of itself: two autos that step down
+//! together by fractions of their caps and climb by the same amounts converge
+//! on equal caps (Chiu and Jain's additive increase, multiplicative
+//! decrease), where climbing by fractions of their own caps keeps whatever
+//! ratio they started from. A queue that stands through a drain in `Full`
+//! while the group moves less than µ is still asked about: the cap's step
+//! down would have let a queue of the group's own go.
 //!
 //! The group's cap is shared among the streams that have data in flight,
 //! and what one of them does not use goes to the others (`share`): at a
@@ -428,8 +429,11 @@ impl Auto {
                     self.knee_n = Some(self.from_n);
                     self.give_back_if_it_bought_nothing(b, r, m);
                 }
-                if knee || self.n >= self.most {
-                    // The streams, not the path, hold the rate: no cap to keep a queue off.
+                // A group that moves µ is held by the path, whatever its
+                // streams' losses: a doubling more finds no room, only the
+                // queue, which its streams' slow start overshoots.
+                if knee || self.n >= self.most || self.carries_bottleneck(r) {
+                    // The streams, or the path's rate, hold the group: no cap to keep a queue off.
                     self.capacity = Some(r);
                     self.alone = Some(r);
                     self.cap = None;
@@ -517,8 +521,10 @@ impl Auto {
                 let Some(cap) = self.cap else {
                     // Uncapped, at a knee one doubling measured: but a path that holds
                     // no queue for a FREE is not full, whatever a MEASURE of a few
-                    // sawteeth of loss-limited streams said. More streams.
-                    let slack_since = if rising {
+                    // sawteeth of loss-limited streams said. More streams; but not
+                    // while the group moves µ: then the path holds it.
+                    let held_by_path = rate.is_some_and(|r| self.carries_bottleneck(r));
+                    let slack_since = if rising || held_by_path {
                         None
                     } else {
                         slack_since.or(Some(now))

@@ -389,6 +389,28 @@ fn told_the_bottleneck_a_doubling_measured_in_the_drops_it_brought_is_kept_while
 }
 
 #[test]
+fn told_the_bottleneck_a_group_that_moves_it_opens_no_more_streams() {
+    // 100 MB/s; random loss holds each stream to 24.25 MB/s, so four move 97
+    // MB/s with no queue (within µ's error of the path, as under RED, which
+    // holds a full path's queue low). Told µ, the four are held by the path:
+    // eight would bring only a queue (and their slow start's drops), and no
+    // FREE without a queue tries them. Not told, the four are a doubling
+    // that paid, and eight are tried.
+    for (mu, most_expected) in [(Some(100.0 * MB), 4), (None, 8)] {
+        let mut a = Auto::new(32, 1, true);
+        if let Some(mu) = mu {
+            a.bottleneck(mu);
+        }
+        let mut p = Path::new(100.0 * MB, 24.25 * MB, 40.0);
+        let mut most = 0;
+        run(&mut a, &mut p, secs(60), |_, p, _| {
+            most = most.max(p.carrying)
+        });
+        assert_eq!(most, most_expected, "told µ {mu:?}");
+    }
+}
+
+#[test]
 fn streams_that_cost_more_than_they_carry_are_given_back_and_a_knee_found_again_is_tried_ever_more_rarely(
 ) {
     // 125 MB/s, no random loss, each stream's window holds it to 30 MB/s; the
