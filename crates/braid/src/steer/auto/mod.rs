@@ -890,6 +890,8 @@ impl Steer for Auto {
 
     fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         self.now = elapsed;
+        // What each stream had acknowledged this tick first: the queue is
+        // read from those streams only.
         self.delivered.note(elapsed, streams);
         let delivered = &self.delivered;
         self.delay.note(streams, |i| delivered.acked(i));
