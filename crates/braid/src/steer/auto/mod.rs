@@ -16,16 +16,17 @@
 //!
 //! The path's state comes from the streams' TCP_INFO (`path`): the base RTT
 //! and the queue above it (the lowest RTT of the streams acknowledged at a
-//! tick: a shared queue is in all of them), which *stands* above an eighth of the base RTT
-//! (4..16 ms, Linux HyStart's threshold) or half the deepest queue seen if
-//! the buffer is shallower (2 ms at least), and *rises* above half that (1
-//! ms at least); the group's delivered rate; how much that rate varies from
-//! one sample to the next; how much of their time the streams spend held by
-//! the hosts' buffers (the sending socket's, or the receiver's window; Linux
-//! caps both at a few MiB by default, a few hundred Mb/s a stream at 100
-//! ms), which says at once that more streams move more. Durations count in
-//! base RTTs with floors in seconds, so a long path is given the round trips
-//! it needs (SETTLE 10, MEASURE 5, DRAIN 5, ASK 15, FREE 25).
+//! tick: a shared queue is in all of them), which *stands* above an eighth of
+//! the base RTT (4..16 ms, Linux HyStart's threshold) or half the deepest
+//! queue seen if the buffer is shallower (2 ms at least), and *rises* above
+//! half that (1 ms at least); the group's delivered rate; how much that rate
+//! varies from one sample to the next; how much of their time the streams
+//! spend held by the hosts' buffers (the sending socket's, or the receiver's
+//! window; Linux caps both at a few MiB by default, a few hundred Mb/s a
+//! stream at 100 ms), which says at once that more streams move more.
+//! Durations count in base RTTs with floors in seconds, so a long path is
+//! given the round trips it needs (SETTLE 10, MEASURE 5, DRAIN 5, ASK 15,
+//! FREE 25).
 //!
 //! Whose queue it is, auto asks as Nimbus asks whether cross traffic is
 //! elastic: it caps the group a margin below what it moves (`Ask`). Flows
@@ -714,15 +715,15 @@ impl Auto {
     /// `Grow` found a queue of the group's own (it carries the bottleneck's
     /// rate; `r` over the MEASURE, and the path `gave` it that or more over
     /// some ticks of it): the knee, which no ask needs to confirm. The
-    /// streams before the doubling if they carried the bottleneck's rate too
-    /// and it bought no more than the noise; capped below what the path gave
-    /// as far as drains the queue in a DRAIN (`drained`), a margin at most.
+    /// streams before the doubling, where `give_back_if_it_bought_nothing`
+    /// says so; capped below what the path gave as far as drains the queue
+    /// in a DRAIN (`drained`), a margin at most.
     ///
-    /// Streams that moved more than µ's error below it before the doubling
-    /// left part of an idle path unused, and the doubling took it: that is
-    /// the path's answer, however close the two rates are in the rate's
-    /// noise. Given back, the streams leave that part unused again, show
-    /// slack under their cap, and double into the same queue over and over.
+    /// Here too a doubling from streams that moved more than µ's error below
+    /// it is kept: it took the part of an idle path they left, however close
+    /// the two rates are in the rate's noise, and given back the streams
+    /// would leave it again, show slack under their cap, and double into the
+    /// same queue over and over.
     fn own_queue_in_growth(&mut self, before: Option<f64>, r: f64, gave: f64, m: f64) -> Phase {
         if let Some(b) = before {
             self.give_back_if_it_bought_nothing(b, r, m);
