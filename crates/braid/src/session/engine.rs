@@ -674,6 +674,8 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
     if let Some(b) = shared.tel.bottleneck() {
         h.steer.bottleneck(b as f64);
     }
+    let phase = |st: &dyn Steer| st.state().and_then(|s| s.phase);
+    let before = phase(&*h.steer);
     let asked = h.steer.tick(elapsed, &views);
     for s in &asked {
         match s {
@@ -682,7 +684,9 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
             Steering::Pace(i, rate) => pace(&shared.tel, *i, *rate),
         }
     }
-    if !asked.is_empty() {
+    // A new phase is on the record even where it asks nothing new of the
+    // streams (auto's `Grow` becoming `Full` uncapped with the same streams).
+    if !asked.is_empty() || phase(&*h.steer) != before {
         let streams = shared.with_core(|c| c.wanted());
         report_steer(&*h.steer, elapsed, streams, notes);
     }
