@@ -46,8 +46,8 @@
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
-//! | | | else, from `Grow` after a doubling that paid: the new streams' slow start | `Grow`, doubled |
-//! | | | else: the group's queue (or a stiff source's) | `Full`, capped a margin below what the path gave |
+//! | | | else, from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
+//! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
@@ -475,9 +475,18 @@ impl Auto {
                     Asking::Grow(before) => {
                         // The group's own queue. If the doubling that raised it paid
                         // as loss-limited streams' does, the queue was new streams'
-                        // slow start: double again.
+                        // slow start: double again. Not where µ is told: a group in
+                        // `Grow` asks only while it moves less than µ (a queue of its
+                        // own comes with all of µ moved), so someone else was there
+                        // and did not take the room, a stiff source or a group that
+                        // was asking too. More streams would find only the queue, or
+                        // take from a group that yields.
                         let r = self.capacity.unwrap_or(0.0);
-                        if before.is_none_or(|b| self.paid(b, r)) && self.n < self.most {
+                        let own_slow_start = self.bottleneck.is_none();
+                        if own_slow_start
+                            && before.is_none_or(|b| self.paid(b, r))
+                            && self.n < self.most
+                        {
                             self.cap = None;
                             return self.doubled(Some(r));
                         }

@@ -592,6 +592,32 @@ fn a_stiff_source_is_no_reason_to_step_aside_and_its_room_is_filled() {
 }
 
 #[test]
+fn told_the_bottleneck_a_growing_group_whose_ask_finds_the_room_untaken_doubles_no_further() {
+    // Loss-limited streams double beside a source that does not back off
+    // until the room it leaves is full: the group moves less than µ while a
+    // queue rises, so someone else is there, and the ask finds the room
+    // untaken. That is a stiff source, or a group that was asking too, never
+    // this group's own slow start (a queue of its own comes with µ moved):
+    // more streams would find only the queue, or take from a group that
+    // yields.
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    p.others = Others::Stiff(30.0 * MB);
+    let mut most = 0;
+    let mut asked = false;
+    run(&mut a, &mut p, secs(120), |_, p, phase| {
+        most = most.max(p.carrying);
+        asked |= phase.name() == "ask";
+    });
+    assert!(asked, "never asked");
+    assert_eq!(most, 16, "streams beyond the ones that filled the room");
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+    let cap = a.cap.expect("capped");
+    assert!(cap > 0.7 * 70.0 * MB && cap < 70.0 * MB * 1.05, "{cap}");
+}
+
+#[test]
 fn an_end_that_does_not_dial_paces_the_streams_it_does_not_want() {
     let mut a = Auto::new(8, 1, false);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
