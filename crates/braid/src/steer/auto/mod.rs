@@ -471,33 +471,29 @@ impl Auto {
                         clear_since: None,
                     };
                 }
-                match from {
-                    Asking::Grow(before) => {
-                        // The group's own queue. If the doubling that raised it paid
-                        // as loss-limited streams' does, the queue was new streams'
-                        // slow start: double again. Not where µ is told: a group in
-                        // `Grow` asks only while it moves less than µ (a queue of its
-                        // own comes with all of µ moved), so someone else was there
-                        // and did not take the room, a stiff source or a group that
-                        // was asking too. More streams would find only the queue, or
-                        // take from a group that yields.
-                        let r = self.capacity.unwrap_or(0.0);
-                        let own_slow_start = self.bottleneck.is_none();
-                        if own_slow_start
-                            && before.is_none_or(|b| self.paid(b, r))
-                            && self.n < self.most
-                        {
-                            self.cap = None;
-                            return self.doubled(Some(r));
-                        }
-                        self.cap = self.capacity.map(|c| c * (1.0 - m));
-                        self.alone = self.capacity;
-                    }
-                    Asking::Full => {
-                        self.cap = self.capacity.map(|c| c * (1.0 - m));
-                        self.alone = self.capacity;
+                if let Asking::Grow(before) = from {
+                    // The group's own queue. If the doubling that raised it paid
+                    // as loss-limited streams' does, the queue was new streams'
+                    // slow start: double again. Not where µ is told: a group in
+                    // `Grow` asks only while it moves less than µ (a queue of its
+                    // own comes with all of µ moved), so someone else was there
+                    // and did not take the room, a stiff source or a group that
+                    // was asking too. More streams would find only the queue, or
+                    // take from a group that yields.
+                    let r = self.capacity.unwrap_or(0.0);
+                    let may_be_slow_start = self.bottleneck.is_none();
+                    if may_be_slow_start
+                        && before.is_none_or(|b| self.paid(b, r))
+                        && self.n < self.most
+                    {
+                        self.cap = None;
+                        return self.doubled(Some(r));
                     }
                 }
+                // The group's queue, or a stiff source's: capped a margin below
+                // what the path gave.
+                self.cap = self.capacity.map(|c| c * (1.0 - m));
+                self.alone = self.capacity;
                 self.full_from_now()
             }
             Phase::Full {
