@@ -101,17 +101,7 @@ pub fn autos(
         start_ns: f.start_ns + 17 * MS,
         ..*f
     }));
-    // Each session's lots from the path's words and its place, so that a run repeats.
-    let lots = link.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    let mut autos: Vec<Auto> = (0..sessions)
-        .map(|k| {
-            let mut a = Auto::new(MOST, 1, true);
-            a.seed(lots ^ k as u64);
-            a
-        })
-        .collect();
+    let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, 1, true)).collect();
     let mut due: Vec<u64> = (0..sessions).map(start).collect();
     let mut moved: Vec<Vec<(f64, u64)>> = vec![Vec::new(); sessions];
     let trace = std::env::var_os("BRAID_SIM_TRACE").is_some();

@@ -48,7 +48,7 @@
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else, from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
 //! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises (moving µ: as far below as drains the queue in a DRAIN), and, where the last ask from `Full` found the room untaken (a source that does not back off), a margin below what it moves each time the queue, a tick after the last step, is no lower than that step found it or rose as far again from the lowest it fell to since, but not below what `--fair-share` ordinary flows beside one more would have (of µ, or of what the group had alone), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN since the cap last stepped down (a step still acting is no answer yet) and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
@@ -91,7 +91,6 @@
 //! margin: streams scattered around their parts by the tick's noise share
 //! the cap, and no more.
 
-pub mod lots;
 pub mod path;
 pub mod share;
 
@@ -99,7 +98,6 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::proto::steer::{Steer, SteerState, Steering, StreamView};
-use lots::Lots;
 use path::{Delay, Delivered, Held, Spread};
 
 /// The first streams.
@@ -145,9 +143,8 @@ pub enum Phase {
         /// Since when the group has moved less than its cap with no queue
         /// (uncapped: since when no queue has risen).
         slack_since: Option<Duration>,
-        /// Since a queue rose: the most the group moved, and the cap's last
-        /// step down (None: none rises).
-        rise: Option<Rise>,
+        /// The most the group moved since a queue rose (None: none rises).
+        peak: Option<f64>,
         /// The cap's last step up, a fraction (0: it did not climb).
         step: f64,
     },
@@ -155,17 +152,6 @@ pub enum Phase {
         since: Duration,
         clear_since: Option<Duration>,
     },
-}
-
-/// A queue rising under a capped group in `Full`: the most the group moved
-/// since it rose, when the cap last stepped down for it and the queue then,
-/// and the lowest the queue has been since.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rise {
-    peak: f64,
-    stepped_at: Duration,
-    stepped_us: u32,
-    lowest_us: u32,
 }
 
 /// A tick's queue against the path's threshold (`path::Delay`).
@@ -249,18 +235,6 @@ pub struct Auto {
     /// found wrongly is left and one found rightly costs ever less.
     knee_n: Option<usize>,
     knee_seen: u32,
-    /// How many asks running from `Full` found the room untaken. One says a
-    /// source beside the group that does not back off: its queue that grows
-    /// on is its rise again, and the cap follows it down without another ask
-    /// (as far as an equal share: the others may have been asking too, or
-    /// slow to grow into the room).
-    stiff: u32,
-    /// How much longer than a DRAIN a queue must stand in `Full` before this
-    /// group asks, a share of a DRAIN drawn anew for each ask: two groups on one path
-    /// see one queue, and asks taken at the same tick each find the room
-    /// untaken by the other, which was asking too.
-    ask_lot: f64,
-    lots: Lots,
     /// What the path gave the group, bytes a second, when a queue last
     /// stood under it alone (or it probed higher without one).
     capacity: Option<f64>,
@@ -297,8 +271,6 @@ impl Auto {
     pub fn new(most: usize, fair: usize, dials: bool) -> Auto {
         let n = first_streams(most, fair);
         let most = most.max(1);
-        let mut lots = Lots::from_system();
-        let ask_lot = lots.unit();
         let fair = fair.clamp(1, most);
         Auto {
             most,
@@ -314,9 +286,6 @@ impl Auto {
             from_n: n,
             knee_n: None,
             knee_seen: 0,
-            stiff: 0,
-            ask_lot,
-            lots,
             capacity: None,
             cap: None,
             alone: None,
@@ -328,13 +297,6 @@ impl Auto {
             changed_at: Duration::ZERO,
             bottleneck: None,
         }
-    }
-
-    /// Draws the waits before asks from `seed` (a run that repeats; else the
-    /// system's random source seeds them).
-    pub fn seed(&mut self, seed: u64) {
-        self.lots = Lots::new(seed);
-        self.ask_lot = self.lots.unit();
     }
 
     pub fn phase(&self) -> Phase {
@@ -502,7 +464,6 @@ impl Auto {
                 }
                 if held {
                     // The room was taken: flows that back off share the path.
-                    self.stiff = 0;
                     self.n = self.fair;
                     self.cap = None;
                     return Phase::Fair {
@@ -528,10 +489,6 @@ impl Auto {
                         self.cap = None;
                         return self.doubled(Some(r));
                     }
-                } else {
-                    // Running from `Full`, the room untaken: a source that does
-                    // not back off is beside the group (`stiff`).
-                    self.stiff += 1;
                 }
                 // The group's queue, or a stiff source's: capped a margin below
                 // what the path gave.
@@ -542,14 +499,12 @@ impl Auto {
             Phase::Full {
                 since,
                 slack_since,
-                rise,
+                peak,
                 step,
             } => {
-                // A queue that rose and did not fall through a drain's time since
-                // the cap last stepped down for it: the step would have let it go.
-                let wait = t.drain + t.drain.mul_f64(self.ask_lot);
-                let acted = rise.is_none_or(|x| now >= x.stepped_at + wait);
-                if self.stood_through(now.saturating_sub(wait)) && now >= since + wait && acted {
+                // A queue that rose and did not fall through a drain's time: the
+                // cap's step down would have let it go.
+                if self.stood_through(now.saturating_sub(t.drain)) && now >= since + t.drain {
                     // Someone came, or the path gives less: what the group moves since
                     // the queue rose is what the path gives it now.
                     let recent = self.clean_rate(3 * t.tick);
@@ -589,7 +544,7 @@ impl Auto {
                         _ => Phase::Full {
                             since,
                             slack_since,
-                            rise,
+                            peak,
                             step,
                         },
                     };
@@ -597,10 +552,7 @@ impl Auto {
                 // The cap follows the room the path leaves, by the queue. While a
                 // queue rises the bottleneck is busy and what the group moves is
                 // what the path gives it: the cap goes half a margin below the most
-                // it moved since, and stays while the queue drains; if the queue
-                // grows on instead beside a source the last ask found stiff (the
-                // room shrinks faster: it rises), a margin below what it moves
-                // each time. With no queue it
+                // it moved since, and stays while the queue drains. With no queue it
                 // climbs, an eighth of a margin at the first tick (well inside the
                 // margin, so that the queue's answer, a round trip or two late,
                 // finds it at most a margin above) and twice the step at each
@@ -633,80 +585,21 @@ impl Auto {
                 let moves_mu = recent.is_some_and(|r| self.carries_bottleneck(r));
                 let at_ceiling =
                     recent.is_some_and(|r| cap >= (r * (1.0 + m / 2.0)).min(top)) && !moves_mu;
-                let (rise, step) = if rising {
-                    let through = recent.map(|r| self.through(r));
-                    let q = self.delay.queue_us;
-                    // A tick (a round trip or more) after the cap last stepped,
-                    // the queue is no lower than the step found it, or rose as far
-                    // again as counts as rising from the lowest it fell to since:
-                    // a step below the room drains it within that tick, so the
-                    // room shrank by more than the step. Where the last asks found
-                    // a source that does not back off, that is its rise again, and
-                    // the cap follows it down from what the group moves now;
-                    // elsewhere (flows that came and grow into the room) the ask
-                    // below tells. Falling, the step was enough.
-                    // Never below what the group would have as `fair` of the
-                    // ordinary flows beside one more (of µ, or of what the path
-                    // gave it alone): a source read as stiff that takes more is
-                    // asked about again, since a flow that grows into the room
-                    // while this group asked too reads as stiff.
-                    let floor = self
-                        .bottleneck
-                        .or(self.alone)
-                        .map(|p| p * self.fair as f64 / (self.fair + 1) as f64);
-                    let above_floor =
-                        through.is_some_and(|r| floor.is_none_or(|f| r.min(cap) * (1.0 - m) >= f));
-                    let deeper = self.stiff >= 1
-                        && above_floor
-                        && rise.is_some_and(|x| {
-                            now >= x.stepped_at + t.tick
-                                && (q >= x.stepped_us
-                                    || Duration::from_micros(q.saturating_sub(x.lowest_us) as u64)
-                                        >= self.delay.rise())
-                        });
-                    let rise = match (rise, through) {
-                        (None, Some(r)) => Some(Rise {
-                            peak: r,
-                            stepped_at: now,
-                            stepped_us: q,
-                            lowest_us: q,
-                        }),
-                        (Some(x), Some(r)) => Some(Rise {
-                            peak: x.peak.max(r),
-                            lowest_us: x.lowest_us.min(q),
-                            ..x
-                        }),
-                        (x, None) => x,
-                    };
-                    let from = if deeper {
-                        through.map(|r| r.min(cap))
-                    } else {
-                        rise.map(|x| x.peak)
-                    };
-                    let mut rise = rise;
-                    // Half a margin the first time (the rate's noise is within a
-                    // margin); a queue that grew again after that step is no noise,
-                    // and the steps after are a margin, as an ask's.
-                    let by = if deeper { m } else { m / 2.0 };
-                    if let Some(f) = from {
+                let (peak, step) = if rising {
+                    let p = recent
+                        .map(|r| self.through(r))
+                        .map_or(peak, |r| Some(peak.map_or(r, |p: f64| p.max(r))));
+                    if let Some(p) = p {
                         // Alone (it moves all the bottleneck sends), as far below
                         // as drains the queue within a DRAIN.
                         let below = if moves_mu {
-                            self.drained(f, by)
+                            self.drained(p, m / 2.0)
                         } else {
-                            f * (1.0 - by)
+                            p * (1.0 - m / 2.0)
                         };
                         self.cap = Some(cap.min(below));
-                        if deeper {
-                            rise = rise.map(|x| Rise {
-                                stepped_at: now,
-                                stepped_us: q,
-                                lowest_us: q,
-                                ..x
-                            });
-                        }
                     }
-                    (rise, 0.0)
+                    (p, 0.0)
                 } else {
                     self.alone = recent
                         .map(|r| r.max(self.alone.unwrap_or(0.0)))
@@ -750,14 +643,14 @@ impl Auto {
                         Phase::Full {
                             since,
                             slack_since: None,
-                            rise: None,
+                            peak: None,
                             step: 0.0,
                         }
                     }
                     _ => Phase::Full {
                         since,
                         slack_since,
-                        rise,
+                        peak,
                         step,
                     },
                 }
@@ -883,7 +776,7 @@ impl Auto {
         Phase::Full {
             since: self.now,
             slack_since: None,
-            rise: None,
+            peak: None,
             step: 0.0,
         }
     }
@@ -949,12 +842,6 @@ impl Auto {
     /// Caps the group the margin `m` below `rate` to see who takes the room.
     fn ask(&mut self, from: Asking, rate: f64, m: f64) -> Phase {
         self.cap = Some(rate * (1.0 - m));
-        // The next ask from `Full` waits up to a DRAIN more, at random (as
-        // routers' periodic messages are kept apart: Floyd and Jacobson 1994).
-        // A group that asks first drains the queue within a tick or two of its
-        // step, so the other, still waiting, sees it fall and does not ask:
-        // it takes the room, and the first one's ask reads the others right.
-        self.ask_lot = self.lots.unit();
         Phase::Ask {
             since: self.now,
             from,

@@ -123,12 +123,7 @@ impl Delay {
     /// (and the RTT's noise), as a full path under an AQM, or under a steer
     /// like auto's, holds it.
     pub fn rising(&self) -> bool {
-        self.queue() > self.rise()
-    }
-
-    /// The queue above which it rises.
-    pub fn rise(&self) -> Duration {
-        (self.threshold() / 2).max(NOISE)
+        self.queue() > (self.threshold() / 2).max(NOISE)
     }
 }
 

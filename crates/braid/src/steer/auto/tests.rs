@@ -45,11 +45,6 @@ struct Path {
     /// What the group moves swings this far above and below its mean, three
     /// ticks up and three down (a path's own noise, as auto's spread reads it).
     wobble: f64,
-    /// A queue that fills with what the group and the others send above the
-    /// bottleneck's rate and drains with what they send below it, ms (up to
-    /// the buffer, this many ms), in place of a queue of a fixed depth that
-    /// stands while the path is full.
-    fluid: Option<(f64, f64)>,
     ticks: u64,
 }
 
@@ -69,7 +64,6 @@ impl Path {
             carrying: 0,
             with_work: usize::MAX,
             wobble: 0.0,
-            fluid: None,
             ticks: 0,
         }
     }
@@ -95,10 +89,6 @@ impl Path {
         let want: Vec<f64> = want.iter().map(|w| w.min(self.capacity)).collect();
         let wanted: f64 = want.iter().sum();
         let demand = wanted.min(self.host);
-        let others_send = match self.others {
-            Others::Stiff(s) => s,
-            _ => 0.0,
-        };
         let (ours, standing) = match self.others {
             Others::Nobody => (demand.min(self.capacity), demand >= self.capacity),
             Others::Elastic(m) => {
@@ -118,16 +108,7 @@ impl Path {
         self.ticks += 1;
         let ours = ours * (1.0 + swing * self.wobble);
         let threshold = a.delay.threshold().as_secs_f64() * 1e3;
-        let queue_ms = match &mut self.fluid {
-            Some((q, buffer)) => {
-                let excess = (demand + others_send - self.capacity) / self.capacity;
-                *q = (*q + excess * dt.as_secs_f64() * 1e3).clamp(0.0, *buffer);
-                *q
-            }
-            None if standing => 2.0 * threshold,
-            None => 0.0,
-        };
-        let srtt = self.base_ms + self.kept_queue_ms + queue_ms;
+        let srtt = self.base_ms + self.kept_queue_ms + if standing { 2.0 * threshold } else { 0.0 };
         (0..64)
             .map(|i| {
                 let carrying = i < n;
@@ -209,7 +190,7 @@ fn secs(s: u64) -> Duration {
 #[test]
 fn on_an_idle_lossy_path_it_adds_streams_until_the_path_is_full_then_keeps_them() {
     // 100 MB/s, each stream held to 5 MB/s by random loss: some 20 streams fill it.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     run(&mut a, &mut p, secs(90), |_, _, _| {});
     assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
@@ -222,7 +203,7 @@ fn on_an_idle_lossy_path_it_adds_streams_until_the_path_is_full_then_keeps_them(
 /// `mu` as the bottleneck's rate (or nothing): auto at the end, and each
 /// tick's phase.
 fn on_a_path_two_streams_fill(mu: Option<f64>) -> (Auto, Vec<&'static str>) {
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     if let Some(mu) = mu {
         a.bottleneck(mu);
     }
@@ -267,7 +248,7 @@ fn told_the_bottleneck_a_doubling_that_took_the_rest_of_it_is_kept_however_noisy
     // Two streams move 84 % of the bottleneck and four fill it, on a path whose
     // rate swings by a tenth: a margin of that noise is as wide as what the
     // doubling bought, but two streams leave the rest of an idle path unused.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     a.bottleneck(100.0 * MB);
     let mut p = Path::new(100.0 * MB, 42.0 * MB, 40.0);
     p.wobble = 0.1;
@@ -288,7 +269,7 @@ fn told_the_bottleneck_a_doubling_that_took_the_rest_of_it_is_kept_however_noisy
 fn told_the_bottleneck_it_still_asks_when_it_moves_a_part_of_it() {
     // Others that back off carry most of the path: what the group moves is
     // well short of the bottleneck's rate, so the queue may be theirs.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     a.bottleneck(100.0 * MB);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     p.others = Others::Elastic(4);
@@ -304,12 +285,12 @@ fn told_the_bottleneck_a_small_groups_cap_climbs_as_far_above_what_it_moves_as_a
     // rate) is what makes their caps converge. Each group here is held by its
     // hosts, below the path, so no queue answers the climb.
     let headroom = |moves: f64| {
-        let mut a = seeded(32, 1, true);
+        let mut a = Auto::new(32, 1, true);
         a.bottleneck(100.0 * MB);
         a.phase = Phase::Full {
             since: Duration::ZERO,
             slack_since: None,
-            rise: None,
+            peak: None,
             step: 0.0,
         };
         a.cap = Some(0.9 * moves);
@@ -340,7 +321,7 @@ fn a_word_on_the_bottleneck_well_above_what_the_group_moves_leaves_the_ask_to_de
 fn the_first_ask_is_a_margin_sized_by_the_paths_noise_not_by_slow_starts_climb() {
     // Two streams fill 100 MB/s, after a slow start that doubles their rate
     // each 40 ms round trip from 0.5 MB/s; the path itself gives a steady rate.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
     let mut first_ask = None;
     run(&mut a, &mut p, secs(8), |now, p, phase| {
@@ -366,7 +347,7 @@ fn a_knee_that_one_doubling_measured_wrongly_is_left_when_no_queue_comes() {
     // streams are measured, their losses hold them to half that (a sawtooth's
     // trough): the doubling looks as if it bought nothing.
     // The next measurement of the same streams is another sawtooth's.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     let mut knee_at = None;
     run(&mut a, &mut p, secs(90), |now, p, phase| {
@@ -389,7 +370,7 @@ fn told_the_bottleneck_a_doubling_measured_in_the_drops_it_brought_is_kept_while
     // Told µ, the four are kept (two leave the room unused); not told, the
     // room is not known and the doubling is given back.
     for (mu, kept) in [(Some(100.0 * MB), 4), (None, 2)] {
-        let mut a = seeded(32, 1, true);
+        let mut a = Auto::new(32, 1, true);
         if let Some(mu) = mu {
             a.bottleneck(mu);
         }
@@ -416,7 +397,7 @@ fn told_the_bottleneck_a_group_that_moves_it_opens_no_more_streams() {
     // FREE without a queue tries them. Not told, the four are a doubling
     // that paid, and eight are tried.
     for (mu, most_expected) in [(Some(100.0 * MB), 4), (None, 8)] {
-        let mut a = seeded(32, 1, true);
+        let mut a = Auto::new(32, 1, true);
         if let Some(mu) = mu {
             a.bottleneck(mu);
         }
@@ -435,7 +416,7 @@ fn streams_that_cost_more_than_they_carry_are_given_back_and_a_knee_found_again_
     // 125 MB/s, no random loss, each stream's window holds it to 30 MB/s; the
     // hosts move at most 110 MB/s with up to 8 streams and a fifth less at
     // each doubling past that (their CPU, not the path): no queue ever stands.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(125.0 * MB, 30.0 * MB, 40.0);
     let mut most = 0;
     let mut tries = Vec::new();
@@ -466,7 +447,7 @@ fn a_capped_group_whose_streams_the_losses_hold_below_the_cap_adds_streams_throu
     // Two streams fill 100 MB/s at first: auto is capped at the path's edge.
     // Then random loss holds each stream to 5 MB/s, give or take a tenth from
     // one tick to the next: the cap does not hold the group, the losses do.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
     let mut tick = 0u32;
     run(&mut a, &mut p, secs(120), |now, p, _| {
@@ -487,7 +468,7 @@ fn at_a_transfers_end_the_streams_left_with_work_are_not_held_to_what_the_idle_o
     // again for a queue of its own, but never spiral down with what the
     // idle ones (do not) move.
     for most in [4, 32] {
-        let mut a = seeded(most, 1, true);
+        let mut a = Auto::new(most, 1, true);
         let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
         let mut at_end = None;
         let mut least = f64::INFINITY;
@@ -526,7 +507,7 @@ fn a_cap_per_stream(p: &Path) -> f64 {
 
 #[test]
 fn where_others_fill_the_path_it_is_one_ordinary_flow() {
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     p.others = Others::Elastic(4);
     let mut seen = Vec::new();
@@ -543,7 +524,7 @@ fn where_others_fill_the_path_it_is_one_ordinary_flow() {
 
 #[test]
 fn others_who_arrive_are_found_and_when_they_leave_the_path_is_taken_back() {
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     let mut seen = Vec::new();
     run(&mut a, &mut p, secs(200), |now, p, _| {
@@ -571,59 +552,43 @@ fn others_who_arrive_are_found_and_when_they_leave_the_path_is_taken_back() {
 
 #[test]
 fn a_stiff_source_is_no_reason_to_step_aside_and_its_room_is_filled() {
-    // On any draw of the waits before asks.
-    for lot in 1..=10 {
-        let mut a = seeded(32, 1, true);
-        a.seed(lot);
-        let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
-        let mut phases = Vec::new();
-        let mut cap_at = Vec::new();
-        run(&mut a, &mut p, secs(300), |now, p, phase| {
-            p.others = Others::Stiff(match now.as_secs() {
-                0..70 => 30.0 * MB,
-                70..150 => 50.0 * MB,
-                _ => 20.0 * MB,
-            });
-            phases.push(phase.name());
-            let caps = &p.caps[..p.carrying];
-            let group = caps
-                .iter()
-                .all(|c| c.is_some())
-                .then(|| caps.iter().flatten().sum::<u64>());
-            cap_at.push((now, group));
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    let mut phases = Vec::new();
+    let mut cap_at = Vec::new();
+    run(&mut a, &mut p, secs(300), |now, p, phase| {
+        p.others = Others::Stiff(match now.as_secs() {
+            0..70 => 30.0 * MB,
+            70..150 => 50.0 * MB,
+            _ => 20.0 * MB,
         });
-        assert!(
-            !phases.contains(&"fair"),
-            "it stepped aside for a stiff source"
-        );
-        // Beside the source that leaves 50, once the cap has found it: the cap
-        // probes up into the room and steps back as the queue answers, so it
-        // stays within a margin of the room, below it on the whole.
-        let span: Vec<f64> = cap_at
+        phases.push(phase.name());
+        let caps = &p.caps[..p.carrying];
+        let group = caps
             .iter()
-            .filter(|(t, _)| *t >= secs(100) && *t < secs(150))
-            .map(|(_, c)| c.expect("capped") as f64)
-            .collect();
-        let mean = span.iter().sum::<f64>() / span.len() as f64;
-        let most = span.iter().cloned().fold(0.0, f64::max);
-        eprintln!(
-            "measured: draw {lot}: cap beside the source, mean {:.2} MB/s, most {:.2}",
-            mean / MB,
-            most / MB
-        );
-        assert!(
-            mean > 0.7 * 50.0 * MB && mean < 50.0 * MB,
-            "draw {lot}: {mean}"
-        );
-        assert!(most < 50.0 * MB * (1.0 + a.margin()), "draw {lot}: {most}");
-        // The source fell to 20: the probes found the room, and faster each time.
-        let cap = a.cap.expect("capped");
-        assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
-        assert!(
-            cap > 0.7 * 80.0 * MB && cap < 80.0 * MB * 1.3,
-            "draw {lot}: {cap}"
-        );
-    }
+            .all(|c| c.is_some())
+            .then(|| caps.iter().flatten().sum::<u64>());
+        cap_at.push((now, group));
+    });
+    assert!(
+        !phases.contains(&"fair"),
+        "it stepped aside for a stiff source"
+    );
+    let group_cap = |t: u64| {
+        cap_at
+            .iter()
+            .find(|(s, _)| *s >= secs(t))
+            .unwrap()
+            .1
+            .expect("capped") as f64
+    };
+    // Below what the source leaves, and within a margin of it.
+    let cap = group_cap(145);
+    assert!(cap > 0.7 * 50.0 * MB && cap < 50.0 * MB, "{cap}");
+    // The source fell to 20: the probes found the room, and faster each time.
+    let cap = a.cap.expect("capped");
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+    assert!(cap > 0.7 * 80.0 * MB && cap < 80.0 * MB * 1.3, "{cap}");
 }
 
 #[test]
@@ -635,7 +600,7 @@ fn told_the_bottleneck_a_growing_group_whose_ask_finds_the_room_untaken_doubles_
     // this group's own slow start (a queue of its own comes with µ moved):
     // more streams would find only the queue, or take from a group that
     // yields.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     a.bottleneck(100.0 * MB);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     p.others = Others::Stiff(30.0 * MB);
@@ -654,7 +619,7 @@ fn told_the_bottleneck_a_growing_group_whose_ask_finds_the_room_untaken_doubles_
 
 #[test]
 fn an_end_that_does_not_dial_paces_the_streams_it_does_not_want() {
-    let mut a = seeded(8, 1, false);
+    let mut a = Auto::new(8, 1, false);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
     p.others = Others::Elastic(4);
     let mut asked = Vec::new();
@@ -692,7 +657,7 @@ fn durations_count_in_round_trips_with_floors() {
 
 #[test]
 fn a_doubling_pays_by_half_of_what_it_could_bring_within_the_room_the_bottleneck_leaves() {
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     // Without µ: half of the rate before, more.
     assert!(!a.paid(60.0 * MB, 89.0 * MB));
     assert!(a.paid(60.0 * MB, 91.0 * MB));
@@ -713,12 +678,12 @@ fn a_doubling_pays_by_half_of_what_it_could_bring_within_the_room_the_bottleneck
 
 /// Auto in `Full` from the start, capped at `cap` (or not), told the bottleneck's rate `mu`.
 fn full_from_the_start(mu: f64, cap: Option<f64>) -> Auto {
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     a.bottleneck(mu);
     a.phase = Phase::Full {
         since: Duration::ZERO,
         slack_since: None,
-        rise: None,
+        peak: None,
         step: 0.0,
     };
     a.cap = cap;
@@ -785,7 +750,7 @@ fn told_the_bottleneck_a_group_alone_steps_below_it_only_as_far_as_drains_its_qu
     // from spans ticks a step below the path already, so the cap may go a
     // few percent below; half a margin below that (2.5 % at the least) goes
     // further, and leaves that much of an idle path unused each time.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     a.bottleneck(100.0 * MB);
     let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
     let mut lowest = f64::INFINITY;
@@ -803,7 +768,7 @@ fn told_the_bottleneck_a_group_that_moved_all_of_it_over_a_few_ticks_asks_nobody
     // Two streams fill the path, their rate swinging a tenth above and below
     // it three ticks at a time; the receiving end's word is above the mean by
     // more than its error, but the group moved all of it over the swings up.
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     a.bottleneck(108.0 * MB);
     let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
     p.wobble = 0.1;
@@ -847,7 +812,7 @@ fn held_by_buffers(
     others: Others,
     kept_queue_ms: f64,
 ) -> (Auto, Vec<(Duration, usize)>) {
-    let mut a = seeded(32, 1, true);
+    let mut a = Auto::new(32, 1, true);
     if let Some(mu) = mu {
         a.bottleneck(mu);
     }
@@ -909,109 +874,4 @@ fn streams_held_by_their_buffers_beside_others_are_not_added() {
     let (_, streams) = held_by_buffers(Some(100.0 * MB), 30.0 * MB, Others::Nobody, 20.0);
     let first = streams_at(&streams, secs(4));
     assert_eq!(first, 2, "{streams:?}");
-}
-
-#[test]
-fn a_stiff_source_that_rises_faster_than_one_step_is_followed_down_without_an_ask() {
-    // A source that does not back off swings between a tenth and two fifths
-    // of the path every 10 s, rising by a tenth of it a second (a swinging
-    // UDP source). One step of the cap when the queue rises leaves the group
-    // above the room the source leaves while it rises fast from where the
-    // group had the path, and the queue grows on: an ask finds that the room
-    // is not taken. After that, the cap follows each rise down as the queue
-    // grows, so the queue drains, and the source is asked about again in
-    // few of its swings (without the rule, in each). On any draw of the
-    // waits before asks.
-    for lot in 1..=10 {
-        let mut a = full_from_the_start(100.0 * MB, Some(78.0 * MB));
-        a.seed(lot);
-        let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
-        p.fluid = Some((0.0, 40.0));
-        // When each ask began, the rises of the source, and each tick's queue.
-        let mut asks = Vec::new();
-        let mut rises = Vec::new();
-        let mut queue = Vec::new();
-        let mut before = "";
-        run(&mut a, &mut p, secs(60), |now, p, phase| {
-            let t = now.as_secs_f64() % 10.0;
-            let s = 10.0 + 10.0 * (t - 2.0).clamp(0.0, 3.0) - 10.0 * (t - 7.0).clamp(0.0, 3.0);
-            p.others = Others::Stiff(s * MB);
-            if (2.0..5.0).contains(&t) && rises.last().is_none_or(|r| now.as_secs_f64() - r > 5.0) {
-                rises.push(now.as_secs_f64());
-            }
-            if phase.name() == "ask" && before != "ask" {
-                asks.push(now.as_secs_f64());
-            }
-            before = phase.name();
-            assert_ne!(phase.name(), "fair", "stepped aside for a stiff source");
-            queue.push((now, p.fluid.map_or(0.0, |(q, _)| q)));
-        });
-        let first = *asks.first().expect("asked once");
-        // The first ask and its second look take two ASKs.
-        let settled = first + 2.0 * a.times().ask.as_secs_f64();
-        let swings = rises.iter().filter(|r| **r > settled).count();
-        let again = asks.len() - 1;
-        eprintln!("measured: draw {lot}: asked again {again} times in {swings} swings");
-        assert!(
-            swings >= 3 && 2 * again < swings,
-            "draw {lot}: asks at {asks:?}"
-        );
-        // The queue, followed down, stands below the path's threshold on the whole.
-        let since: Vec<f64> = queue
-            .iter()
-            .filter(|(t, _)| t.as_secs_f64() > settled)
-            .map(|(_, q)| *q)
-            .collect();
-        let mean = since.iter().sum::<f64>() / since.len() as f64;
-        let threshold = a.delay.threshold().as_secs_f64() * 1e3;
-        assert!(
-            mean < threshold,
-            "draw {lot}: queue {mean:.2} ms on average"
-        );
-        let cap = a.cap.expect("capped");
-        assert!(
-            cap > 0.7 * 90.0 * MB && cap <= 90.0 * MB * 1.05,
-            "draw {lot}: {cap}"
-        );
-    }
-}
-
-#[test]
-fn a_source_read_as_stiff_is_followed_down_no_further_than_an_equal_share() {
-    // The last ask found the room untaken, but the source now takes ever more
-    // of the path: so would a flow that grew into the room while this group
-    // asked too. The cap follows it down to half the path (one ordinary flow
-    // beside one more), and no further without an ask.
-    let mut a = full_from_the_start(100.0 * MB, Some(78.0 * MB));
-    a.stiff = 1;
-    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
-    p.fluid = Some((0.0, 40.0));
-    let mut lowest_before_ask = f64::INFINITY;
-    let mut asked_at = None;
-    run(&mut a, &mut p, secs(20), |now, p, phase| {
-        let t = now.as_secs_f64();
-        p.others = Others::Stiff((20.0 + 10.0 * t).min(80.0) * MB);
-        if phase.name() == "ask" {
-            asked_at.get_or_insert(t);
-        }
-        if asked_at.is_none() {
-            let told = a_cap_of_group(p);
-            if told > 0.0 {
-                lowest_before_ask = lowest_before_ask.min(told);
-            }
-        }
-    });
-    let asked = asked_at.expect("asked once the source took more than half");
-    assert!(
-        asked > 2.0,
-        "asked at {asked} s, before the source took half"
-    );
-    assert!(lowest_before_ask >= 50.0 * MB * 0.99, "{lowest_before_ask}");
-}
-
-/// An auto whose waits before asks repeat from run to run.
-fn seeded(most: usize, fair: usize, dials: bool) -> Auto {
-    let mut a = Auto::new(most, fair, dials);
-    a.seed(1);
-    a
 }
