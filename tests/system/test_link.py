@@ -74,7 +74,8 @@ def test_busy_wait_keeps_the_delay_and_measures_the_machines_wakes(record):
 
 
 def _iperf_udp(path, rate, length, seconds, sample_at=(), buffer=None):
-    """One iperf3 UDP test; braid-link's counters are also read `sample_at` seconds into it.
+    """One iperf3 UDP test: the client's and server's reports, and braid-link's counters read
+    `sample_at` seconds into it, with when.
 
     `buffer` is both ends' socket buffer (iperf3 -w, capped by net.core.rmem_max).
     """
@@ -93,15 +94,13 @@ def _iperf_udp(path, rate, length, seconds, sample_at=(), buffer=None):
         srv_out, _ = server.communicate(timeout=30)
     client = json.loads(out)
     assert "error" not in client, client["error"]
-    if sample_at:
-        return client, json.loads(srv_out), samples
-    return client, json.loads(srv_out)
+    return client, json.loads(srv_out), samples
 
 
 def test_udp_at_1_2x_gets_the_configured_rate(record):
     rate = 100e6
     with LinkPath("rate 100mbit delay 10ms limit 1000", "delay 10ms", tag="rate") as p:
-        _, srv = _iperf_udp(p, "120M", 1400, 10)
+        _, srv, _ = _iperf_udp(p, "120M", 1400, 10)
         stats = p.stats()
     # The receiver's one-second intervals, less the first and last (start-up and the tail). Their
     # median is the link's rate: a second in which the receiving host fell behind (its socket
@@ -121,7 +120,7 @@ def test_udp_at_1_2x_gets_the_configured_rate(record):
 
 def test_random_loss_rate_is_inside_its_99_percent_binomial_interval(record):
     with LinkPath("loss random 1% seed 3", "", tag="loss") as p:
-        client, srv = _iperf_udp(p, "9M", 100, 11)
+        client, srv, _ = _iperf_udp(p, "9M", 100, 11)
         stats = p.stats()
     s = srv["end"]["sum_received"]
     c = stats["ab"]["counters"]
@@ -184,6 +183,7 @@ def test_jumbo_frames_cross_whole_at_the_configured_rate(record):
     link_bps = (b["departed_bytes"] - a["departed_bytes"]) * 8 / (t1 - t0)
     steady = [i["sum"] for i in srv["intervals"][1:-1]]
     received = [i["bytes"] * 8 / i["seconds"] for i in steady]
+    got = statistics.median(received)
     want = rate * length / (length + 42)
     # TCP's own frames: what crossed after the UDP test, mean length per frame.
     tcp_frame = (t["arrived_bytes"] - c["arrived_bytes"]) / max(1, t["arrived"] - c["arrived"])
@@ -195,9 +195,8 @@ def test_jumbo_frames_cross_whole_at_the_configured_rate(record):
     mean = c["departed_bytes"] / c["departed"]
     assert 9000 < mean <= length + 42, f"frames averaged {mean:.1f} bytes: jumbo datagrams were cut"
     assert abs(link_bps - rate) / rate < 0.02, f"the link sent {link_bps / 1e6:.1f} Mb/s of frames, configured {rate / 1e6:.0f}"
-    # Whole at the far end too: in its best second the receiver took the link's rate of payload.
-    assert abs(max(received) - want) / want < 0.02, \
-        f"the receiver's best second was {max(received) / 1e6:.1f} Mb/s of payload, the link gives {want / 1e6:.1f}"
+    # Whole at the far end too: the receiver takes the link's rate of payload.
+    assert abs(got - want) / want < 0.02, f"received {got / 1e6:.1f} Mb/s of payload, link gives {want / 1e6:.1f}"
     # A CUBIC flow's segments fill the jumbo MTU (its ACKs are the small frames, on the other side).
     assert tcp_frame > 8000, f"TCP's frames averaged {tcp_frame:.0f} bytes on an MTU 9000 path"
     assert stats["ab"]["rx_truncated"] == 0, "frames longer than braid-link's ring slots"
@@ -207,7 +206,7 @@ def test_the_link_takes_every_frame_offered_below_its_ceiling(record):
     # 400 Mb/s of 1500-byte frames (about 33 k a second) for 5 s: far below what braid-link
     # forwards (make bench-link), so every frame offered must reach the emulated link.
     with LinkPath("rate 500mbit delay 10ms limit 2000", "delay 10ms", tag="take") as p:
-        client, _ = _iperf_udp(p, "400M", 1472, 5)
+        client, _, _ = _iperf_udp(p, "400M", 1472, 5)
         stats = p.stats()
     sent = client["end"]["sum"]["packets"]
     arrived = stats["ab"]["counters"]["arrived"]
