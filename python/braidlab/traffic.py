@@ -152,8 +152,10 @@ def iperf3_server(host, port: int = IPERF_PORT, name: str | None = None, cpu: in
 
 def iperf3_client(host, server: str, seconds: float, *, port: int = IPERF_PORT, cc: str | None = None,
                   parallel: int = 1, udp_rate: str | None = None, length: int | None = None,
-                  omit: int | None = None, name: str | None = None, cpu: int | None = None) -> Running:
-    """`omit`: seconds of the start (slow start) left out of the test's figures; `cpu` pins it there."""
+                  omit: int | None = None, name: str | None = None, cpu: int | None = None,
+                  buffer: str | None = None) -> Running:
+    """`omit`: seconds of the start (slow start) left out of the test's figures; `cpu` pins it there;
+    `buffer`: both ends' socket buffer (iperf3 -w, capped by net.core.rmem_max and wmem_max)."""
     argv = ["iperf3", "-c", server, "-p", str(port), "-t", str(seconds), "-J", "-P", str(parallel)]
     if cpu is not None:
         argv += ["-A", str(cpu)]
@@ -165,6 +167,8 @@ def iperf3_client(host, server: str, seconds: float, *, port: int = IPERF_PORT, 
         argv += ["-u", "-b", udp_rate]
     if length:
         argv += ["-l", str(length)]
+    if buffer:
+        argv += ["-w", buffer]
     return start(host, argv, name or f"iperf3-client-{port}")
 
 
