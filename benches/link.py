@@ -15,7 +15,8 @@ build from before a change, beside this one).
    that the receiving host drops each at its first check; what braid-link sent is its ceiling.
 2. Delay error: braid-link's release lateness (how long after its due time
    each frame left) at 100 Mb/s up to 1.2 Gb/s, with a 10 ms delay line and
-   UDP offered at 1.2x the rate; "link held" is what braid-link sent over the test's
+   UDP offered at 1.2x the rate ("offered": what iperf3 managed to send, of the rate; below
+   1x the link had less to send than its rate); "link held" is what braid-link sent over the test's
    middle against the configured rate, the goodput what the receiving iperf3 got of
    the payload rate (with a 4 MiB socket buffer; what a busy receiving host drops after
    the link is the host's). Twice: braid-link sleeping until each frame is due (as the
@@ -167,6 +168,7 @@ def delay_error(rate_mbit: float, busy_wait: bool = False) -> dict:
     return {"rate_mbit": rate_mbit, "busy_wait": busy_wait, "late_p50_ms": round(late["p50"], 4),
             "late_p99_ms": round(late["p99"], 4), "late_max_ms": round(late["max"], 3),
             "delivered_goodput_mbit": round(udp["received_gbps"] * 1e3, 1),
+            "offered_mbit": round(udp["offered_gbps"] * 1e3, 1),
             "frames": c["departed"], "link_mbit_held": round(held, 1),
             "wake_late_p50_ms": woke["p50"] / 1e6 if woke else None,
             "wake_late_p99_ms": woke["p99"] / 1e6 if woke else None,
@@ -181,7 +183,7 @@ def _has_busy_wait(binary: str) -> bool:
 def lateness(label: str, repeat: int) -> list[dict]:
     """The lateness table, each rate and mode `repeat` times (one round after the other: a VM's
     neighbours change from minute to minute, and a run says more beside its repetitions)."""
-    print(f"{'rate':>10} {'wait':>6} {'late p50':>10} {'late p99':>10} {'late max':>10} {'link held':>10} "
+    print(f"{'rate':>10} {'wait':>6} {'late p50':>10} {'late p99':>10} {'late max':>10} {'offered':>8} {'link held':>10} "
           f"{'goodput':>12} {'of payload':>11} {'woke p50':>10} {'woke p99':>10} {'CPU':>6} {'stolen':>8}")
     rows = []
     modes = (False, True) if _has_busy_wait(label) else (False,)
@@ -194,7 +196,8 @@ def lateness(label: str, repeat: int) -> list[dict]:
                 woke = (f"{r['wake_late_p50_ms']:>8.4f}ms {r['wake_late_p99_ms']:>8.4f}ms"
                         if r["wake_late_p50_ms"] is not None else f"{'-':>10} {'-':>10}")
                 print(f"{rate:>6.0f}Mb/s {'poll' if busy else 'sleep':>6} {r['late_p50_ms']:>8.4f}ms "
-                      f"{r['late_p99_ms']:>8.4f}ms {r['late_max_ms']:>8.3f}ms {100 * r['link_mbit_held'] / rate:>9.1f}% "
+                      f"{r['late_p99_ms']:>8.4f}ms {r['late_max_ms']:>8.3f}ms {r['offered_mbit'] / rate:>7.2f}x "
+                      f"{100 * r['link_mbit_held'] / rate:>9.1f}% "
                       f"{r['delivered_goodput_mbit']:>8.1f}Mb/s {100 * share:>10.1f}% {woke} "
                       f"{r['link_cpu_s_per_s']:>6.2f} {r['stolen_ms']:>6.0f}ms", flush=True)
     if repeat > 1:
