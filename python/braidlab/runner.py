@@ -484,19 +484,36 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> 
             braid.cc("uninstall")
 
 
+CELL_DIR_PREFIX = "braidlab-cell-"
+
+
+def stale_cell_dirs(root: Path | None = None) -> list[Path]:
+    """Cell directories (`measure`'s, named after the process that made them) whose process is gone."""
+    root = Path(root or tempfile.gettempdir())
+    out = []
+    for d in root.glob(f"{CELL_DIR_PREFIX}*-*"):
+        pid = d.name[len(CELL_DIR_PREFIX):].split("-", 1)[0]
+        if d.is_dir() and pid.isdigit() and not netns._alive(int(pid)):
+            out.append(d)
+    return out
+
+
 def measure(exp: Experiment, variant: Variant, cell: Cell, index: int, seed: int) -> dict:
     """On a cluster's worker: one cell, start to finish, in a directory of its own, with a token
     of its own (no secret travels in a task). Returns the cell's record, its raw files
     ({relative path: bytes}) and the machine."""
-    # A worker killed in the middle of a cell leaves its namespaces behind: their creator is
-    # gone, so they are this machine's to remove before it builds again.
+    # A worker killed in the middle of a cell leaves its namespaces behind, and its cell's
+    # directory with the cell's token in it: their creator is gone, so they are this machine's to
+    # remove before it builds again.
     netns.clean()
+    for d in stale_cell_dirs():
+        shutil.rmtree(d, ignore_errors=True)
     preflight(exp, variant)
     wanted = {cc for cc in exp.methods[cell.method].method.controls() if cc}
     installed_here = any(cc.startswith("braid_") for cc in wanted) and not braid.cc_status()["installed"]
     if installed_here:
         braid.cc("install")
-    work = Path(tempfile.mkdtemp(prefix="braidlab-cell-"))
+    work = Path(tempfile.mkdtemp(prefix=f"{CELL_DIR_PREFIX}{os.getpid()}-"))
     try:
         raw = work / "raw"
         data = run_cell(exp, variant, cell, raw, engine.token_file(work), index, seed)

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from braidlab import netns, report
+from braidlab import netns, report, runner
 
 TINY = """name = "tiny"
 baseline = "single"
@@ -242,6 +242,8 @@ def test_a_worker_killed_mid_cell_has_its_cell_measured_again(tmp_path, record):
         alive = [p for p in tools if Path(f"/proc/{p}").exists()]
         assert not alive, f"tools of the killed worker still run: {alive}"
         assert not netns.stale_namespaces()
+        # ... and its cell's directory (the cell's token in it) removed by the worker that took over.
+        assert not runner.stale_cell_dirs(), runner.stale_cell_dirs()
         record(killed_worker_pid=killed, tools_ended=len(tools))
     finally:
         _stop(procs)

@@ -3,6 +3,9 @@ run continued where it stopped. The measuring itself (run_cell) is replaced
 here; tests/system/test_experiments.py runs the real thing."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -159,3 +162,15 @@ def test_the_series_counts_the_bytes_tcp_saw_acknowledged_not_whole_blocks():
 def test_a_receivers_series_keeps_the_blocks_count():
     rows = runner.series_rows([_iv(1.0, (131_072, 0)), _iv(2.0, (393_216, 0))])
     assert [r[2] for r in rows] == [1.049, 3.146]
+
+
+def test_only_the_cell_directories_of_processes_that_are_gone_are_stale(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    mine = tmp_path / f"{runner.CELL_DIR_PREFIX}{os.getpid()}-abc"
+    dead = tmp_path / f"{runner.CELL_DIR_PREFIX}{gone.pid}-def"
+    unnamed = tmp_path / f"{runner.CELL_DIR_PREFIX}x65_8j7h"
+    for d in (mine, dead, unnamed):
+        d.mkdir()
+    (tmp_path / f"{runner.CELL_DIR_PREFIX}{gone.pid}-file").write_text("not a directory")
+    assert runner.stale_cell_dirs(tmp_path) == [dead]
