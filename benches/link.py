@@ -60,10 +60,7 @@ def _udp(path, rate: str, seconds: float, length: int = 1472, buffer: str | None
     server = traffic.iperf3_server(path.receivers[0], cpu=LOAD_CPU)
     client = traffic.iperf3_client(path.senders[0], path.RCV_ADDR, seconds, udp_rate=rate, length=length,
                                    cpu=LOAD_CPU, buffer=buffer)
-    start, samples = time.monotonic(), []
-    for at in sample_at:
-        time.sleep(max(0.0, start + at - time.monotonic()))
-        samples.append((time.monotonic(), path.stats()["ab"]["counters"]))
+    samples = path.counters_at(time.monotonic(), sample_at)
     s = json.loads(client.wait(seconds + 30))["end"]["sum"]
     server.wait(30)
     delivered = s["packets"] - s["lost_packets"]

@@ -188,6 +188,15 @@ class Dumbbell(_Testbed):
             time.sleep(0.02)
         raise RuntimeError("braid-link did not write its stats within 5 s")
 
+    def counters_at(self, start: float, at: Sequence[float]) -> list[tuple[float, dict]]:
+        """braid-link's forward counters read `at` seconds after `start` (time.monotonic()), each
+        with when it was read: what the link itself did over a span of a test."""
+        samples = []
+        for t in at:
+            time.sleep(max(0.0, start + t - time.monotonic()))
+            samples.append((time.monotonic(), self.stats()["ab"]["counters"]))
+        return samples
+
     def close(self) -> None:
         # braid-link writes its stats and event log when it ends, before its namespace goes.
         if self.link is not None:

@@ -122,12 +122,13 @@ def stale_namespaces() -> list[str]:
     for line in run(["ip", "netns", "list"]).splitlines():
         name = line.split()[0] if line.strip() else ""
         m = _NAME.match(name)
-        if m and not _alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             out.append(name)
     return out
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process of this pid is running (whoever owns it)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

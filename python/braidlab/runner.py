@@ -493,7 +493,7 @@ def stale_cell_dirs(root: Path | None = None) -> list[Path]:
     out = []
     for d in root.glob(f"{CELL_DIR_PREFIX}*-*"):
         pid = d.name[len(CELL_DIR_PREFIX):].split("-", 1)[0]
-        if d.is_dir() and pid.isdigit() and not netns._alive(int(pid)):
+        if d.is_dir() and pid.isdigit() and not netns.alive(int(pid)):
             out.append(d)
     return out
 

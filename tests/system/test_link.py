@@ -80,15 +80,11 @@ def _iperf_udp(path, rate, length, seconds, sample_at=(), buffer=None):
     `buffer` is both ends' socket buffer (iperf3 -w, capped by net.core.rmem_max).
     """
     server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "-J"])
-    samples = []
     try:
         time.sleep(0.3)
         client = path.snd.popen(["iperf3", "-c", path.RCV_ADDR, "-p", str(IPERF_PORT), "-u", "-b", rate, "-l",
                                  str(length), "-t", str(seconds), "-J", *(["-w", buffer] if buffer else [])])
-        start = time.monotonic()
-        for at in sample_at:
-            time.sleep(max(0.0, start + at - time.monotonic()))
-            samples.append((time.monotonic(), path.stats()["ab"]["counters"]))
+        samples = path.counters_at(time.monotonic(), sample_at)
         out, _ = client.communicate(timeout=seconds + 30)
     finally:
         srv_out, _ = server.communicate(timeout=30)
