@@ -79,15 +79,15 @@ def test_four_tcpp_k1_flows_share_a_droptail_bottleneck_with_one_reno(controls, 
     assert 0.45 <= group / one <= 1.6, f"4 TCP-P (k = 1) took {group / one:.2f}x one Reno flow"
 
 
-def _packets_per_rtt(trace, warmup=WARMUP):
+def _packets_per_rtt(trace):
     """Mean window per stream measured as what it delivered, by Little's law: the packets in
     flight are the rate times the round trip they take. The round trip is each stream's own
     smoothed RTT over the same samples, not the base RTT, so a queue that builds where the host
-    falls behind the link (two cores moving three paths at once) lengthens the trip and not the
-    window; (packets per sampled RTT, packets per base RTT)."""
+    falls behind the link lengthens the trip and not the window; (packets per sampled RTT,
+    packets per base RTT)."""
     sampled, base = [], []
-    for (rate, _), s in zip(_steady(trace, warmup), trace.summaries):
-        rtts = [x.info.srtt_us for x in trace.stream(s.stream) if x.t >= warmup and x.info.srtt_us > 0]
+    for (rate, _), s in zip(_steady(trace), trace.summaries):
+        rtts = [x.info.srtt_us for x in trace.stream(s.stream) if x.t >= WARMUP and x.info.srtt_us > 0]
         per_s = rate * 1e6 / 8 / s.info.mss
         sampled.append(per_s * statistics.fmean(rtts) / 1e6)
         base.append(per_s * s.info.min_rtt_us / 1e6)
