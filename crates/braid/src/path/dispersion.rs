@@ -6,12 +6,21 @@
 //! widens the gap, and a sender's bursts (TSO, the ACK clock) queue at any
 //! bottleneck slower than the sender's own link, so most of a stream's
 //! packets leave it right behind another of its own. A TCP socket with
-//! SO_TIMESTAMPNS tells each read when the last segment it returned arrived;
-//! a read's bytes over the time since the previous read's last segment is
-//! the rate they came at, and the fastest strong cluster of those rates,
-//! each read weighted by its bytes, is µ. It needs no privileges and knows nothing of
-//! the link; it needs prompt reads (a reader that drains what queued while
-//! it was busy elsewhere sees that pause's average, not the spacing).
+//! SO_TIMESTAMPNS tells each read when the last segment it returned arrived.
+//! After the bottleneck, though, the receiving host bunches packets (a NIC's
+//! interrupt moderation, a late wake of whatever forwards them) and stamps a
+//! bunch at its own speed, two to four times µ: so a rate is read over a
+//! span of one reader's reads longer than a bunch ([`SPAN_NS`]), the bytes
+//! since the latest stamp a span before over the time since it. The fastest
+//! strong cluster of those rates, each weighted by its read's bytes, is µ.
+//! It needs no privileges and knows nothing of the link; it needs prompt
+//! reads (a reader that drains what queued while it was busy elsewhere sees
+//! that pause's average, not the spacing).
+//!
+//! A span needs a train as long as itself: a group that moves a small part of
+//! a busy path sends none, and its spans read its own spacing, below µ. µ is
+//! the route's, so the most a window has read stands while no train shows
+//! another ([`HOLD`]).
 //!
 //! Pure: [`Arrivals`] turns one reader's stamps into rates, [`Dispersion`]
 //! keeps a window of rates from any number of readers and answers µ.
@@ -40,6 +49,11 @@ const SLOT_NS: u64 = 1_000_000_000;
 /// seconds did not on any development path), and short beside a transfer
 /// that needs it.
 const SLOTS: usize = 16;
+/// Seconds the most a window read stands after it was last read: four
+/// windows, so a group whose share of a busy path stays too small for trains
+/// keeps for a minute what its slow start read, and a route that became
+/// slower is forgotten within a minute and a quarter.
+const HOLD: u64 = 4 * SLOTS as u64;
 /// Reads the window needs before it answers: the densest of the few dozen
 /// bands that reads fill is then no accident of a handful.
 const MIN_READS: u64 = 100;
@@ -66,10 +80,27 @@ fn rate_of(band: usize) -> f64 {
     SLOWEST * (1.0 + BAND).powi(band as i32)
 }
 
+/// A rate is read over a span of one reader's consecutive reads at least
+/// this long: longer than a receiving host holds packets before it stamps
+/// them (a NIC's interrupt moderation, up to about 100 µs; a software link's
+/// late wake, braid-link's at most 0.1 ms at the 99th percentile): a bunch
+/// then moves a span's rate by at most its share of the span, where it
+/// makes a single read's rate the host's own speed. At 1 Gb/s a span is
+/// eleven packets.
+pub const SPAN_NS: u64 = 128_000;
+
+/// Stamps a reader keeps while its span fills: a span's worth of reads of a
+/// packet each up to 96 Gb/s of 1500-byte packets (a host that fast returns
+/// many a read).
+const HISTORY: usize = 1024;
+
 /// One reader's stamps.
 #[derive(Clone, Debug, Default)]
 pub struct Arrivals {
-    last_ns: Option<u64>,
+    /// (stamp, the reader's bytes up to and with that read), oldest first;
+    /// the front the latest stamp at least a span before the back.
+    recent: std::collections::VecDeque<(u64, u64)>,
+    total: u64,
 }
 
 impl Arrivals {
@@ -77,15 +108,31 @@ impl Arrivals {
         Self::default()
     }
 
-    /// The rate, bytes a second, of a read of `bytes` whose last segment
-    /// arrived at `at_ns`: none for a reader's first read, nor for one
-    /// stamped no later than the read before (a segment returned in pieces).
+    /// The rate, bytes a second, of the reads since the latest stamp at
+    /// least [`SPAN_NS`] before `at_ns` (the last of them this one, of
+    /// `bytes`): none until a reader has such a stamp. A read stamped no
+    /// later than the one before (a segment returned in pieces) counts its
+    /// bytes with that one's, and has no rate of its own.
     pub fn rate(&mut self, at_ns: u64, bytes: usize) -> Option<f64> {
-        let before = self.last_ns.replace(at_ns.max(self.last_ns.unwrap_or(0)))?;
-        if at_ns <= before || bytes == 0 {
+        self.total += bytes as u64;
+        if let Some(last) = self.recent.back_mut() {
+            if at_ns <= last.0 {
+                last.1 = self.total;
+                return None;
+            }
+        }
+        self.recent.push_back((at_ns, self.total));
+        if self.recent.len() > HISTORY {
+            self.recent.pop_front();
+        }
+        while self.recent.len() > 2 && at_ns - self.recent[1].0 >= SPAN_NS {
+            self.recent.pop_front();
+        }
+        let &(from, before) = self.recent.front()?;
+        if at_ns - from < SPAN_NS || bytes == 0 {
             return None;
         }
-        Some(bytes as f64 * 1e9 / (at_ns - before) as f64)
+        Some((self.total - before) as f64 * 1e9 / (at_ns - from) as f64)
     }
 }
 
@@ -103,6 +150,8 @@ struct Slot {
 pub struct Dispersion {
     slots: Vec<Slot>,
     newest: u64,
+    /// The most a window has read, and the second it was last read.
+    most: Option<(f64, u64)>,
 }
 
 impl Default for Dispersion {
@@ -121,6 +170,7 @@ impl Dispersion {
         Dispersion {
             slots: vec![slot; SLOTS],
             newest: 0,
+            most: None,
         }
     }
 
@@ -143,15 +193,27 @@ impl Dispersion {
         slot.reads += 1;
     }
 
-    /// µ, bytes a second; none until the window holds [`MIN_READS`].
+    /// µ, bytes a second: the most the window has read ([`Self::window`]) in
+    /// the last [`HOLD`] seconds of stamps; none until it holds [`MIN_READS`].
+    pub fn estimate(&mut self) -> Option<f64> {
+        let now = self.window()?;
+        let most = match self.most {
+            Some((m, at)) if m > now && at + HOLD > self.newest => (m, at),
+            _ => (now, self.newest),
+        };
+        self.most = Some(most);
+        Some(most.0)
+    }
+
+    /// What the reads of the last [`SLOTS`] seconds show µ to be.
     ///
     /// Reads of packets that left the bottleneck back to back cluster at
     /// µ; whatever separated two of them (others' packets, a moment the
     /// sender paused, a read that came late) makes a rate below it, and
     /// those may cluster too (a paced or ACK-clocked stream's own spacing,
     /// its reads many bytes each); only a compression after the bottleneck
-    /// (segments stamped together) makes one above it, at a multiple of µ
-    /// and with a fraction of µ's bytes. So µ is the fastest cluster, no
+    /// longer than a span (segments stamped together) makes one above it,
+    /// at a multiple of µ and with a fraction of µ's bytes. So µ is the fastest cluster, no
     /// slower than what arrived, that holds at least half the bytes of the
     /// strongest such, and within it the reads' mean rate (geometric,
     /// weighted by bytes).
@@ -163,7 +225,7 @@ impl Dispersion {
     /// takes 12 µs and the receiving host's wakeups a few), µ's cluster is
     /// one broad hill, and a bump on its fast flank is the scatter's, not a
     /// second cluster.
-    pub fn estimate(&self) -> Option<f64> {
+    fn window(&self) -> Option<f64> {
         let live: Vec<&Slot> = self
             .slots
             .iter()
@@ -261,29 +323,102 @@ mod tests {
     }
 
     #[test]
-    fn a_reads_rate_is_its_bytes_over_the_time_since_the_last_stamp() {
+    fn a_rate_is_read_over_the_reads_since_a_stamp_a_span_before() {
         let mut a = Arrivals::new();
+        let us = 1_000;
         assert_eq!(
-            a.rate(1_000, 1500),
+            a.rate(0, 1500),
             None,
             "the first read has nothing before it"
         );
-        assert_eq!(a.rate(13_000, 1500), Some(1500.0 * 1e9 / 12_000.0));
-        assert_eq!(a.rate(13_000, 700), None, "a segment returned in pieces");
-        assert_eq!(a.rate(12_000, 700), None, "a stamp from before");
-        assert_eq!(a.rate(25_000, 1500), Some(1500.0 * 1e9 / 12_000.0));
+        assert_eq!(a.rate(100 * us, 1500), None, "no stamp a span before yet");
+        // Back to the stamp at 0: the reads after it, 3000 bytes in 150 µs.
+        assert_eq!(a.rate(150 * us, 1500), Some(3000.0 * 1e9 / 150_000.0));
+        assert_eq!(a.rate(150 * us, 700), None, "a segment returned in pieces");
+        assert_eq!(a.rate(120 * us, 700), None, "a stamp from before");
+        // Back to the stamp at 100 µs, the latest a span before: the read at
+        // 150 µs with its pieces (2900 bytes), and this one.
+        assert_eq!(a.rate(250 * us, 1500), Some(4400.0 * 1e9 / 150_000.0));
     }
 
     #[test]
     fn bursts_spaced_at_the_bottleneck_give_its_rate_whatever_the_gaps() {
-        // 1 Gb/s: 125e6 bytes a second, bursts of 8 packets, 2 ms apart (the
-        // stream moves a tenth of the path: others fill the gaps).
+        // 1 Gb/s: 125e6 bytes a second, bursts of 16 packets (185 µs), 2 ms
+        // apart (the stream moves a tenth of the path: others fill the gaps).
         let mu = 125e6;
         let mut d = Dispersion::new();
         let mut a = Arrivals::new();
-        feed(&mut d, &mut a, &bursts(0, mu, 1448, 8, 2 * MS, 4000), 1448);
+        feed(&mut d, &mut a, &bursts(0, mu, 1448, 16, 2 * MS, 8000), 1448);
         let got = d.estimate().expect("enough reads");
         assert!(near(got, mu), "{got} against {mu}");
+    }
+
+    #[test]
+    fn packets_the_receiving_host_bunches_do_not_raise_mu() {
+        // Packets at 1 Gb/s, held by the receiving host and stamped every
+        // 50 µs, a bunch at a fifth of a µs a packet: read alone, each read
+        // would come at the host's speed, thirty times µ.
+        let mu = 125e6;
+        let spacing = 1448.0 * 1e9 / mu;
+        let hold = 50_000.0;
+        let mut stamps = Vec::new();
+        let (mut bunch, mut k) = (0.0, 0);
+        for i in 0..40_000 {
+            let arrived = i as f64 * spacing;
+            let release = (arrived / hold).ceil() * hold;
+            if release != bunch {
+                (bunch, k) = (release, 0);
+            }
+            stamps.push((release + 200.0 * k as f64) as u64);
+            k += 1;
+        }
+        let mut d = Dispersion::new();
+        let mut a = Arrivals::new();
+        feed(&mut d, &mut a, &stamps, 1448);
+        let got = d.estimate().expect("enough reads");
+        // Each span is off by at most a bunch's share of it, either way (one
+        // that starts at a bunch's last stamp counts the bunch's wait and not
+        // its packets; one that starts at its first, the packets and not the
+        // wait): µ is not raised, and lowered by no more than that share.
+        let low = 1.0 - hold / SPAN_NS as f64;
+        assert!(
+            got <= mu * (1.0 + BAND) && got >= mu * low,
+            "{got} against {mu}"
+        );
+    }
+
+    #[test]
+    fn mu_read_stands_while_no_train_shows_another_then_follows_the_window() {
+        // Trains at µ for 4 s, then a paced stream at a tenth of µ (a packet
+        // every ten packet times, no two back to back): its spans read its
+        // own rate, which says nothing of µ.
+        let mu = 125e6;
+        let spacing = (1448.0 * 1e9 / mu) as u64;
+        let mut d = Dispersion::new();
+        let mut a = Arrivals::new();
+        feed(&mut d, &mut a, &bursts(0, mu, 1448, 16, MS, 30_000), 1448);
+        assert!(near(d.estimate().unwrap(), mu));
+        let mut at = 5 * SLOT_NS;
+        let mut told = Vec::new();
+        while at < 5 * SLOT_NS + (HOLD + SLOTS as u64 + 2) * SLOT_NS {
+            let second_end = at + SLOT_NS;
+            while at < second_end {
+                at += 10 * spacing;
+                if let Some(r) = a.rate(at, 1448) {
+                    d.add(at, r, 1448);
+                }
+            }
+            told.push(d.estimate().unwrap());
+        }
+        assert!(
+            told[..HOLD as usize - 8].iter().all(|&m| near(m, mu)),
+            "held"
+        );
+        let last = *told.last().unwrap();
+        assert!(
+            near(last, mu / 10.0),
+            "{last}: the paced rate, once µ's reads are old"
+        );
     }
 
     #[test]
@@ -291,8 +426,8 @@ mod tests {
         let mu = 12.5e6;
         let mut d = Dispersion::new();
         let (mut a, mut b) = (Arrivals::new(), Arrivals::new());
-        let one = bursts(0, mu, 1448, 4, 5 * MS, 60);
-        let two = bursts(MS, mu, 1448, 4, 7 * MS, 60);
+        let one = bursts(0, mu, 1448, 4, 5 * MS, 80);
+        let two = bursts(MS, mu, 1448, 4, 7 * MS, 80);
         feed(&mut d, &mut a, &one, 1448);
         assert_eq!(d.estimate(), None, "fewer reads than the window needs");
         feed(&mut d, &mut b, &two, 1448);
@@ -331,14 +466,14 @@ mod tests {
         feed(&mut d, &mut a, &slow, 1448);
         assert!(near(d.estimate().unwrap(), 12.5e6));
         let after = *slow.last().unwrap() + 1_000 * MS;
-        let fast = bursts(after, 125e6, 1448, 8, MS, 20_000);
+        let fast = bursts(after, 125e6, 1448, 16, MS, 20_000);
         feed(&mut d, &mut a, &fast, 1448);
         // Once the old route's seconds have left the window, only the new one counts.
         let later = *fast.last().unwrap() + SLOTS as u64 * SLOT_NS;
         feed(
             &mut d,
             &mut a,
-            &bursts(later, 125e6, 1448, 8, MS, 2_000),
+            &bursts(later, 125e6, 1448, 16, MS, 2_000),
             1448,
         );
         let got = d.estimate().unwrap();
