@@ -20,7 +20,10 @@
 //! A span needs a train as long as itself: a group that moves a small part of
 //! a busy path sends none, and its spans read its own spacing, below µ. µ is
 //! the route's, so the most a window has read stands while no train shows
-//! another ([`HOLD`]).
+//! another ([`HOLD`]). A read is told, and held, as far as the window without
+//! its newest second repeats it: one second's reads alone (a transfer's
+//! first, a few trains the receiving host bunched) may be far from µ, and a
+//! hold would keep them a minute.
 //!
 //! Pure: [`Arrivals`] turns one reader's stamps into rates, [`Dispersion`]
 //! keeps a window of rates from any number of readers and answers µ.
@@ -193,16 +196,28 @@ impl Dispersion {
         slot.reads += 1;
     }
 
-    /// µ, bytes a second: the most the window has read ([`Self::window`]) in
-    /// the last [`HOLD`] seconds of stamps; none until it holds [`MIN_READS`].
+    /// µ, bytes a second: the most the window has read ([`Self::window_before`]) in
+    /// the last [`HOLD`] seconds of stamps, each read as far as the window
+    /// without its newest second repeats it; none until both hold
+    /// [`MIN_READS`].
+    ///
+    /// A read that rests on one second's reads alone (a transfer's first
+    /// second, a few slow-start trains the receiving host bunched) may be
+    /// far from µ, and the hold would keep it a minute; the window without
+    /// that second says whether the reads before it agree.
     pub fn estimate(&mut self) -> Option<f64> {
-        let now = self.window()?;
-        let most = match self.most {
-            Some((m, at)) if m > now && at + HOLD > self.newest => (m, at),
-            _ => (now, self.newest),
+        let read = self
+            .window_before(self.newest + 1)
+            .zip(self.window_before(self.newest))
+            .map(|(all, older)| all.min(older));
+        let most = match (self.most, read) {
+            (Some((m, at)), r) if r.is_none_or(|r| m > r) && at + HOLD > self.newest => {
+                Some((m, at))
+            }
+            (_, r) => r.map(|r| (r, self.newest)),
         };
-        self.most = Some(most);
-        Some(most.0)
+        self.most = most;
+        most.map(|(m, _)| m)
     }
 
     /// What the reads of the last [`SLOTS`] seconds show µ to be.
@@ -225,11 +240,14 @@ impl Dispersion {
     /// takes 12 µs and the receiving host's wakeups a few), µ's cluster is
     /// one broad hill, and a bump on its fast flank is the scatter's, not a
     /// second cluster.
-    fn window(&self) -> Option<f64> {
+    ///
+    /// Only the window's seconds before `end` count.
+    fn window_before(&self, end: u64) -> Option<f64> {
         let live: Vec<&Slot> = self
             .slots
             .iter()
             .filter(|s| s.second != u64::MAX && s.second + (SLOTS as u64) > self.newest)
+            .filter(|s| s.second < end)
             .collect();
         if live.iter().map(|s| s.reads).sum::<u64>() < MIN_READS {
             return None;
@@ -363,7 +381,9 @@ mod tests {
         let hold = 50_000.0;
         let mut stamps = Vec::new();
         let (mut bunch, mut k) = (0.0, 0);
-        for i in 0..40_000 {
+        // Two seconds and more: a read is told once the window without its
+        // newest second repeats it.
+        for i in 0..200_000 {
             let arrived = i as f64 * spacing;
             let release = (arrived / hold).ceil() * hold;
             if release != bunch {
@@ -424,12 +444,33 @@ mod tests {
     }
 
     #[test]
+    fn a_read_of_one_second_alone_is_not_told_nor_held() {
+        // In the first second, reads of a few slow-start trains the
+        // receiving host bunched cluster at twice µ, with more than half µ's
+        // bytes: read alone, that second tells twice µ. The seconds after
+        // read µ.
+        let mu = 125e6;
+        let mut d = Dispersion::new();
+        scattered(&mut d, 0, mu, 0.05, 1448, 400);
+        scattered(&mut d, 0, 2.0 * mu, 0.05, 1448, 300);
+        let alone = d.window_before(1).expect("a second's reads");
+        assert!(near(alone, 2.0 * mu), "{alone}");
+        assert_eq!(d.estimate(), None, "one second's reads alone");
+        for second in 1..6 {
+            scattered(&mut d, second * SLOT_NS, mu, 0.05, 1448, 700);
+            let got = d.estimate().expect("two seconds of reads");
+            assert!(near(got, mu), "second {second}: {got} against {mu}");
+        }
+    }
+
+    #[test]
     fn two_readers_of_one_path_agree_and_count_together() {
         let mu = 12.5e6;
         let mut d = Dispersion::new();
         let (mut a, mut b) = (Arrivals::new(), Arrivals::new());
-        let one = bursts(0, mu, 1448, 4, 5 * MS, 80);
-        let two = bursts(MS, mu, 1448, 4, 7 * MS, 80);
+        // Each over two and a half seconds, too few reads alone.
+        let one = bursts(0, mu, 1448, 4, 100 * MS, 100);
+        let two = bursts(MS, mu, 1448, 4, 100 * MS, 100);
         feed(&mut d, &mut a, &one, 1448);
         assert_eq!(d.estimate(), None, "fewer reads than the window needs");
         feed(&mut d, &mut b, &two, 1448);
@@ -475,7 +516,7 @@ mod tests {
         feed(
             &mut d,
             &mut a,
-            &bursts(later, 125e6, 1448, 16, MS, 2_000),
+            &bursts(later, 125e6, 1448, 16, MS, 40_000),
             1448,
         );
         let got = d.estimate().unwrap();
