@@ -743,6 +743,8 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
         if let Some(b) = hook.tel.bottleneck() {
             steer.bottleneck(b as f64);
         }
+        let phase = |st: &dyn Steer| st.state().and_then(|s| s.phase);
+        let before = phase(steer);
         let asked = steer.tick(start.elapsed(), &views);
         for s in &asked {
             match s {
@@ -758,7 +760,9 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
                 Steering::Pace(i, rate) => pace(hook.tel, *i, *rate),
             }
         }
-        if !asked.is_empty() {
+        // A new phase is on the record even where it asks nothing new of the
+        // streams, as in a session's steer.
+        if !asked.is_empty() || phase(steer) != before {
             // Counted after the steering, so the record says what the steer chose.
             let carrying = (0..crate::steer::plan::MAX_STREAMS as usize)
                 .filter(|i| (hook.wanted)(*i))

@@ -48,11 +48,11 @@
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else, from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
 //! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
-//! | | | uncapped (a knee) and no queue for FREE (twice as long for each time running the same knee was measured, to 8 FREEs), the group short of µ: the path is not full, whatever one doubling measured | `Grow`, doubled |
+//! | | | uncapped (a knee) and no queue at two ticks running for FREE (twice as long for each time running the same knee was measured, to 8 FREEs), the group short of µ: the path is not full, whatever one doubling measured | `Grow`, doubled |
 //! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
@@ -364,6 +364,17 @@ impl Auto {
                 .all(|(_, q, _)| *q == Queue::Standing)
     }
 
+    /// A queue rose (above half the threshold) at this tick and the one before.
+    fn rose_twice(&self) -> bool {
+        self.stood.len() >= 2
+            && self
+                .stood
+                .iter()
+                .rev()
+                .take(2)
+                .all(|(_, q, _)| *q >= Queue::Rising)
+    }
+
     /// The phase after this tick (the one transition function).
     fn next(&mut self, streams: &[StreamView]) -> Phase {
         let now = self.now;
@@ -529,8 +540,10 @@ impl Auto {
                     // no queue for a FREE is not full, whatever a MEASURE of a few
                     // sawteeth of loss-limited streams said. More streams; but not
                     // while the group moves µ: then the path holds it.
+                    // A queue counts once it rose at two ticks running, as where
+                    // the cap follows it (below): a single tick's is a host's stall.
                     let held_by_path = rate.is_some_and(|r| self.carries_bottleneck(r));
-                    let slack_since = if rising || held_by_path {
+                    let slack_since = if self.rose_twice() || held_by_path {
                         None
                     } else {
                         slack_since.or(Some(now))
@@ -585,11 +598,18 @@ impl Auto {
                 let moves_mu = recent.is_some_and(|r| self.carries_bottleneck(r));
                 let at_ceiling =
                     recent.is_some_and(|r| cap >= (r * (1.0 + m / 2.0)).min(top)) && !moves_mu;
+                // A queue that others raise stays while they send into it; one
+                // that rose at a single tick and was gone at the next is a stall
+                // of a host on the route (which holds the ACKs too, so the rate
+                // dips with it) or a burst that drained at once, and following it
+                // down cuts the cap by the stall's dip. The cap steps down once
+                // the queue rose at two ticks running; at one, it stops climbing.
+                let stays = rising && self.rose_twice();
                 let (peak, step) = if rising {
                     let p = recent
                         .map(|r| self.through(r))
                         .map_or(peak, |r| Some(peak.map_or(r, |p: f64| p.max(r))));
-                    if let Some(p) = p {
+                    if let (true, Some(p)) = (stays, p) {
                         // Alone (it moves all the bottleneck sends), as far below
                         // as drains the queue within a DRAIN.
                         let below = if moves_mu {
