@@ -56,12 +56,9 @@ def _run(path, runs, seconds):
 def test_frac_throughput_is_reno_over_sqrt_m(controls, record):
     """Hacker 2004: m = 10 and 100 at p = 1e-3, 50 ms RTT, the link never the limit.
 
-    Streams of each kind at once, so the ratio averages over many streams. At m = 100 a stream
-    grows a packet every 100 round trips, and in development runs the sixteen met almost no
-    loss after the warm-up (0-1 retransmissions in the 50 s after it, where the loss rate
-    predicts about 60; Reno's and m = 10's met theirs): their rate is the window the warm-up's
-    losses left each, which differs stream to stream, and sixteen average more of those than
-    eight did (0.085-0.137 in seven runs of eight)."""
+    Streams of each kind at once, so the ratio averages over many streams. A stream at m = 100
+    moves about 70 packets a second and meets a loss every 15 s or so: sixteen of them average
+    over more loss cycles than the eight before did (0.085-0.137 in seven runs of eight)."""
     p_loss, seconds = 1e-3, 50
     with LinkPath(f"rate 500mbit delay 25ms limit 5000 loss random {p_loss} seed 31", "delay 25ms",
                   tag="frac") as path:
