@@ -21,28 +21,27 @@ from braidlab.dumbbell import LinkPath
 WARMUP = 10.0
 
 
+def _after_warmup(trace, warmup=WARMUP):
+    """Per stream: (its summary, its samples after warm-up, the first of them)."""
+    out = []
+    for s in trace.summaries:
+        samples = [x for x in trace.stream(s.stream) if x.t >= warmup]
+        out.append((s, samples, min(samples, key=lambda x: x.t)))
+    return out
+
+
 def _steady(trace, warmup=WARMUP):
     """Per stream: (Mb/s after warm-up, mean cwnd of samples after warm-up)."""
-    out = []
     end = trace.total.seconds
-    for s in trace.summaries:
-        i = s.stream
-        samples = [x for x in trace.stream(i) if x.t >= warmup]
-        start = min(samples, key=lambda x: x.t)
-        rate = (s.bytes_acked - start.info.bytes_acked) * 8 / (end - start.t) / 1e6
-        out.append((rate, statistics.fmean(x.info.cwnd for x in samples)))
-    return out
+    return [((s.bytes_acked - start.info.bytes_acked) * 8 / (end - start.t) / 1e6,
+             statistics.fmean(x.info.cwnd for x in samples))
+            for s, samples, start in _after_warmup(trace, warmup)]
 
 
 def _losses(trace, warmup=WARMUP):
     """Retransmissions the streams made after the warm-up, summed: the loss events the
     throughput averaged over."""
-    total = 0
-    for s in trace.summaries:
-        samples = [x for x in trace.stream(s.stream) if x.t >= warmup]
-        start = min(samples, key=lambda x: x.t)
-        total += s.info.total_retrans - start.info.total_retrans
-    return total
+    return sum(s.info.total_retrans - start.info.total_retrans for s, _, start in _after_warmup(trace, warmup))
 
 
 def _run(path, runs, seconds):

@@ -674,8 +674,7 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
     if let Some(b) = shared.tel.bottleneck() {
         h.steer.bottleneck(b as f64);
     }
-    let phase = |st: &dyn Steer| st.state().and_then(|s| s.phase);
-    let before = phase(&*h.steer);
+    let before = phase_of(&*h.steer);
     let asked = h.steer.tick(elapsed, &views);
     for s in &asked {
         match s {
@@ -686,11 +685,17 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
     }
     // A new phase is on the record even where it asks nothing new of the
     // streams (auto's `Grow` becoming `Full` uncapped with the same streams).
-    if !asked.is_empty() || phase(&*h.steer) != before {
+    if !asked.is_empty() || phase_of(&*h.steer) != before {
         let streams = shared.with_core(|c| c.wanted());
         report_steer(&*h.steer, elapsed, streams, notes);
     }
     Ok(())
+}
+
+/// The steer's phase, as its record names it: a new one goes on the record
+/// even where it asks nothing new of the streams.
+fn phase_of(steer: &dyn Steer) -> Option<&'static str> {
+    steer.state().and_then(|s| s.phase)
 }
 
 /// Caps (or frees) a stream's live socket's sending rate. A stream that has
@@ -743,8 +748,7 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
         if let Some(b) = hook.tel.bottleneck() {
             steer.bottleneck(b as f64);
         }
-        let phase = |st: &dyn Steer| st.state().and_then(|s| s.phase);
-        let before = phase(steer);
+        let before = phase_of(steer);
         let asked = steer.tick(start.elapsed(), &views);
         for s in &asked {
             match s {
@@ -762,7 +766,7 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
         }
         // A new phase is on the record even where it asks nothing new of the
         // streams, as in a session's steer.
-        if !asked.is_empty() || phase(steer) != before {
+        if !asked.is_empty() || phase_of(steer) != before {
             // Counted after the steering, so the record says what the steer chose.
             let carrying = (0..crate::steer::plan::MAX_STREAMS as usize)
                 .filter(|i| (hook.wanted)(*i))

@@ -353,26 +353,11 @@ impl Auto {
             && ticks.last().map(|x| x.1) >= ticks.first().map(|x| x.1)
     }
 
-    /// A queue stood at this tick and the one before.
-    fn standing_now(&self) -> bool {
-        self.stood.len() >= 2
-            && self
-                .stood
-                .iter()
-                .rev()
-                .take(2)
-                .all(|(_, q, _)| *q == Queue::Standing)
-    }
-
-    /// A queue rose (above half the threshold) at this tick and the one before.
-    fn rose_twice(&self) -> bool {
-        self.stood.len() >= 2
-            && self
-                .stood
-                .iter()
-                .rev()
-                .take(2)
-                .all(|(_, q, _)| *q >= Queue::Rising)
+    /// The queue was at `level` or higher at this tick and the one before: a
+    /// queue at the bottleneck stays a tick at least, where a host's stall
+    /// shows in one tick's RTTs alone.
+    fn twice_at_least(&self, level: Queue) -> bool {
+        self.stood.len() >= 2 && self.stood.iter().rev().take(2).all(|(_, q, _)| *q >= level)
     }
 
     /// The phase after this tick (the one transition function).
@@ -390,7 +375,7 @@ impl Auto {
                     .iter()
                     .filter_map(|s| s.info.as_ref())
                     .any(|i| i.ssthresh < i32::MAX as u32);
-                if out_of_slow_start || self.standing_now() || now >= t.settle {
+                if out_of_slow_start || self.twice_at_least(Queue::Standing) || now >= t.settle {
                     Phase::Grow {
                         since: now,
                         before: None,
@@ -543,7 +528,7 @@ impl Auto {
                     // A queue counts once it rose at two ticks running, as where
                     // the cap follows it (below): a single tick's is a host's stall.
                     let held_by_path = rate.is_some_and(|r| self.carries_bottleneck(r));
-                    let slack_since = if self.rose_twice() || held_by_path {
+                    let slack_since = if self.twice_at_least(Queue::Rising) || held_by_path {
                         None
                     } else {
                         slack_since.or(Some(now))
@@ -604,7 +589,7 @@ impl Auto {
                 // dips with it) or a burst that drained at once, and following it
                 // down cuts the cap by the stall's dip. The cap steps down once
                 // the queue rose at two ticks running; at one, it stops climbing.
-                let stays = rising && self.rose_twice();
+                let stays = rising && self.twice_at_least(Queue::Rising);
                 let (peak, step) = if rising {
                     let p = recent
                         .map(|r| self.through(r))

@@ -204,24 +204,6 @@ fn on_an_idle_lossy_path_it_adds_streams_until_the_path_is_full_then_keeps_them(
     assert!(cap > 0.75 * 100.0 * MB && cap < 100.0 * MB, "{cap}");
 }
 
-/// The group's cap as its streams were told it (None: a stream uncapped).
-fn group_cap(p: &Path) -> Option<u64> {
-    let caps = &p.caps[..p.carrying];
-    caps.iter()
-        .all(|c| c.is_some())
-        .then(|| caps.iter().flatten().sum::<u64>())
-}
-
-/// The mean of the group's cap over the ticks from `from` to `to`, every one capped.
-fn mean_cap(caps: &[(Duration, Option<u64>)], from: Duration, to: Duration) -> f64 {
-    let within: Vec<f64> = caps
-        .iter()
-        .filter(|(t, _)| *t >= from && *t < to)
-        .map(|(_, c)| c.expect("capped") as f64)
-        .collect();
-    within.iter().sum::<f64>() / within.len() as f64
-}
-
 /// A minute on a 100 MB/s path two streams fill, the receiving end telling
 /// `mu` as the bottleneck's rate (or nothing): auto at the end, and each
 /// tick's phase.
@@ -362,6 +344,24 @@ fn the_first_ask_is_a_margin_sized_by_the_paths_noise_not_by_slow_starts_climb()
 /// The group's cap as told: its streams' caps added up.
 fn a_cap_of_group(p: &Path) -> f64 {
     p.caps[..p.carrying].iter().flatten().sum::<u64>() as f64
+}
+
+/// The group's cap as its streams were told it (None: a stream uncapped).
+fn group_cap(p: &Path) -> Option<u64> {
+    let caps = &p.caps[..p.carrying];
+    caps.iter()
+        .all(|c| c.is_some())
+        .then(|| caps.iter().flatten().sum::<u64>())
+}
+
+/// The mean of the group's cap over the ticks from `from` to `to`, every one capped.
+fn mean_cap(caps: &[(Duration, Option<u64>)], from: Duration, to: Duration) -> f64 {
+    let within: Vec<f64> = caps
+        .iter()
+        .filter(|(t, _)| *t >= from && *t < to)
+        .map(|(_, c)| c.expect("capped") as f64)
+        .collect();
+    within.iter().sum::<f64>() / within.len() as f64
 }
 
 #[test]
