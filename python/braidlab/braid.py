@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import records
-from .proc import run
+from .proc import communicate_all, run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,10 +92,18 @@ class Trace:
 
 def finish(p: subprocess.Popen, timeout: float) -> Trace:
     """Waits for a trace process and parses its output; a failure raises with its stderr."""
-    out, err = p.communicate(timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError(f"braid cc trace exited {p.returncode}: {err.strip()}")
-    return Trace.parse(out)
+    return finish_all([p], timeout)[0]
+
+
+def finish_all(procs: list[subprocess.Popen], timeout: float) -> list[Trace]:
+    """Waits for trace processes that run at once, reading them all together (see
+    `proc.communicate_all`: read one after another, the later ones stop sampling)."""
+    traces = []
+    for p, (out, err) in zip(procs, communicate_all(procs, timeout)):
+        if p.returncode != 0:
+            raise RuntimeError(f"braid cc trace exited {p.returncode}: {err.strip()}")
+        traces.append(Trace.parse(out))
+    return traces
 
 
 SINK_PORT = 5400
@@ -118,7 +126,7 @@ def share_against_reno(sender, target: str, group_cc: str, seconds: float, strea
     kw = {"summary_only": True} if omit <= 0 else {"interval_ms": 500}
     a = sender.popen(trace_argv(target, group_cc, streams=streams, seconds=seconds, **kw))
     b = sender.popen(trace_argv(target, "reno", streams=1, seconds=seconds, **kw))
-    ta, tb = finish(a, seconds + 30), finish(b, seconds + 30)
+    ta, tb = finish_all([a, b], seconds + 30)
     if omit <= 0:
         return ta.total.mbps, tb.total.mbps
     return ta.mbps_from(omit), tb.mbps_from(omit)

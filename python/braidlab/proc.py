@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import subprocess
 from collections.abc import Sequence
 
@@ -25,3 +26,17 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float = 60.0, input
     if check and p.returncode != 0:
         raise CommandError(argv, p.returncode, p.stderr)
     return p.stdout
+
+
+def communicate_all(procs: Sequence[subprocess.Popen], timeout: float) -> list[tuple[str, str]]:
+    """Each process's (stdout, stderr), read from all of them at once.
+
+    Processes that run side by side must be read side by side: while one is read to its end,
+    another's pipe fills (64 KiB) and its next write blocks. A trace blocked that way stops
+    sampling and writes the samples it missed in a burst at the end, so its record says
+    nothing of the time between.
+    """
+    if not procs:
+        return []
+    with concurrent.futures.ThreadPoolExecutor(len(procs)) as ex:
+        return list(ex.map(lambda p: p.communicate(timeout=timeout), procs))
