@@ -22,6 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
 
 from braidlab.dumbbell import LinkPath  # noqa: E402
+from braidlab.proc import communicate_all  # noqa: E402
+from braidlab.runner import _buffer_words  # noqa: E402
 
 PORT = 5211
 FORWARD = "rate 1gbit delay 30ms limit 5000 loss random 0.002%"
@@ -32,15 +34,13 @@ def one(paced: bool, seconds: float) -> dict:
     with LinkPath(FORWARD, REVERSE, tag="pace") as path:
         for ns in (path.snd, path.rcv):
             # Buffers for a 7.5 MB bandwidth-delay product shared by 16 streams.
-            ns.run("sysctl", "-qw", "net.ipv4.tcp_rmem=4096 131072 33554432")
-            ns.run("sysctl", "-qw", "net.ipv4.tcp_wmem=4096 16384 33554432")
+            ns.run("sysctl", "-qw", *_buffer_words(ns, 32))
         server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(PORT), "-J"])
         time.sleep(0.3)
         argv = ["iperf3", "-c", path.RCV_ADDR, "-p", str(PORT), "-P", "16", "-C", "cubic", "-t", str(seconds),
                 "-J"] + (["--fq-rate", "1G"] if paced else [])
         client = path.snd.popen(argv)
-        out, err = client.communicate(timeout=seconds + 60)
-        server.communicate(timeout=30)
+        (out, _), _ = communicate_all([client, server], timeout=seconds + 60)
         late = path.stats()["ab"]["late_ns"]
     report = json.loads(out)
     if "error" in report:
