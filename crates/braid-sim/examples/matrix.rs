@@ -187,7 +187,8 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
             v.push(("settles-on-arrival", sa <= bound));
             v.push(("settles-on-departure", sl <= bound));
             line = format!(
-                "beside {beside:.1} (equal {equal:.1}, single {single_beside:.1}); settled {sa:.0} s, {sl:.0} s (bound {bound:.0})"
+                "beside {beside:.1} (equal {equal:.1}, single {single_beside:.1}); settled {sa:.0} s, {sl:.0} s (bound {bound:.0}); {}",
+                notes(&t)
             );
         }
         kind => {
@@ -203,8 +204,9 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
                 };
                 v.push((claim, a >= 0.9 * best));
                 let mut l = format!(
-                    "auto {a:.1} ({} streams), best parallel {best:.1}, single {one:.1}",
-                    t.streams[0]
+                    "auto {a:.1} ({} streams), best parallel {best:.1}, single {one:.1}; {}",
+                    t.streams[0],
+                    notes(&t)
                 );
                 if kind == "idle" {
                     // What a user's copy of a few seconds' worth sees: the start counts.
@@ -216,7 +218,7 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
                 line = l;
             } else if kind.starts_with("bbr") {
                 v.push(("bbr-floor", a >= 0.7 * one));
-                line = format!("auto {a:.1}, single {one:.1}");
+                line = format!("auto {a:.1}, single {one:.1}; {}", notes(&t));
             } else {
                 v.push((
                     "shared-band",
@@ -226,13 +228,51 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
                 // much of it unused, nobody's rate was held by the bottleneck.
                 let others = t.others(1, o.len());
                 line = format!(
-                    "auto {a:.1}, equal {equal:.1}, single {one:.1}; others {others:.1}, path used {:.2}",
-                    (a + others) / payload
+                    "auto {a:.1}, equal {equal:.1}, single {one:.1}; others {others:.1}, path used {:.2}; {}",
+                    (a + others) / payload,
+                    notes(&t)
                 );
             }
         }
     }
     (v, line)
+}
+
+/// What held the first auto: its phases over the measured time, and the
+/// queue it read while its group moved less than µ (by more than µ's
+/// error): the median, and how often it was under the RTT's noise (1 ms).
+/// With others on a busy bottleneck the queue seldom clears; on a path
+/// that is not full it does.
+fn notes(t: &harness::Trace) -> String {
+    let mut s = t.phase_shares(0);
+    if let Some((median, clear)) = t.queue_short_of_mu(0, 1.0) {
+        s += &format!(
+            "; short of mu: queue {median:.1} ms, clear {:.0} %",
+            100.0 * clear
+        );
+    }
+    let l = &t.losses[0];
+    if let (Some(p), Some(rtt)) = (l.event_rate(), l.rtt_s()) {
+        let (reno, cubic) = one_flow_mbps(p, rtt);
+        s += &format!(
+            "; loss events {p:.1e} at {:.0} ms: one Reno flow {reno:.1}, one CUBIC flow {cubic:.1}",
+            rtt * 1e3
+        );
+    }
+    s
+}
+
+/// What one flow moves, Mb/s, at a loss event rate `p` and an RTT of
+/// `rtt` s, by the response functions: Reno's 1.22 / sqrt(p) packets a
+/// round trip (Mathis et al. 1997), and CUBIC's average window
+/// (C (3 + b) / (4 (1 - b)))^(1/4) (RTT / p)^(3/4) with C = 0.4 and b =
+/// 0.7, or Reno's where that is more (its Reno-friendly region; RFC 9438).
+fn one_flow_mbps(p: f64, rtt: f64) -> (f64, f64) {
+    let pkts = |w: f64| w * MSS as f64 * 8.0 / rtt / 1e6;
+    let reno = (1.5 / p).sqrt();
+    let (c, b): (f64, f64) = (0.4, 0.7);
+    let cubic = (c * (3.0 + b) / (4.0 * (1.0 - b))).powf(0.25) * (rtt / p).powf(0.75);
+    (pkts(reno), pkts(cubic.max(reno)))
 }
 
 /// Wilson's 95 % interval of `k` of `n`.

@@ -39,6 +39,37 @@ pub struct Trace {
     pub moved: Vec<Vec<(f64, u64)>>,
     /// Each session's carrying streams at its last tick.
     pub streams: Vec<usize>,
+    /// Each session's seconds in each phase over the measured time (`full`
+    /// split into `full-capped` and `full`): which rule held the group.
+    pub phases: Vec<Vec<(&'static str, f64)>>,
+    /// Each session's queue at each tick of the measured time, ms, and
+    /// whether the group then moved less than µ by more than µ's error.
+    pub queues: Vec<Vec<(f64, bool)>>,
+    /// Each session's packets sent, loss events (a stream's slow-start
+    /// threshold moved) and RTT samples (the carrying streams' smoothed
+    /// RTTs, s) over the measured time.
+    pub losses: Vec<Losses>,
+}
+
+/// What a session's streams saw of the path's losses over the measured time.
+#[derive(Clone, Debug, Default)]
+pub struct Losses {
+    pub sent: u64,
+    pub events: u64,
+    rtt_sum: f64,
+    rtt_n: u64,
+}
+
+impl Losses {
+    /// Loss events per packet sent.
+    pub fn event_rate(&self) -> Option<f64> {
+        (self.sent > 0 && self.events > 0).then(|| self.events as f64 / self.sent as f64)
+    }
+
+    /// The mean of the streams' smoothed RTTs, s.
+    pub fn rtt_s(&self) -> Option<f64> {
+        (self.rtt_n > 0).then(|| self.rtt_sum / self.rtt_n as f64)
+    }
 }
 
 impl Trace {
@@ -50,6 +81,31 @@ impl Trace {
     /// The others' flows, from the first after the sessions.
     pub fn others(&self, sessions: usize, n: usize) -> f64 {
         self.outcome.mbps(sessions * MOST..sessions * MOST + n)
+    }
+
+    /// Session `i`'s queue while its group moved less than µ (by more than
+    /// µ's error): the median, ms, and the share of those ticks with less
+    /// than `clear_ms` (with others on the bottleneck it is busy, and the
+    /// queue seldom clears). None if no tick was short of µ.
+    pub fn queue_short_of_mu(&self, i: usize, clear_ms: f64) -> Option<(f64, f64)> {
+        let mut q: Vec<f64> = self.queues[i].iter().filter(|x| x.1).map(|x| x.0).collect();
+        if q.is_empty() {
+            return None;
+        }
+        q.sort_by(|a, b| a.total_cmp(b));
+        let clear = q.iter().filter(|x| **x < clear_ms).count() as f64 / q.len() as f64;
+        Some((q[q.len() / 2], clear))
+    }
+
+    /// Session `i`'s phases as shares of the measured time, the longest first.
+    pub fn phase_shares(&self, i: usize) -> String {
+        let mut p = self.phases[i].clone();
+        let total: f64 = p.iter().map(|x| x.1).sum();
+        p.sort_by(|a, b| b.1.total_cmp(&a.1));
+        p.iter()
+            .map(|(name, s)| format!("{name} {:.0} %", 100.0 * s / total.max(1e-9)))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -104,6 +160,13 @@ pub fn autos(
     let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, 1, true)).collect();
     let mut due: Vec<u64> = (0..sessions).map(start).collect();
     let mut moved: Vec<Vec<(f64, u64)>> = vec![Vec::new(); sessions];
+    let mut phases: Vec<Vec<(&'static str, f64)>> = vec![Vec::new(); sessions];
+    // Each session's phase since its last tick, and when that tick was.
+    let mut held: Vec<Option<(&'static str, f64)>> = vec![None; sessions];
+    let mut queues: Vec<Vec<(f64, bool)>> = vec![Vec::new(); sessions];
+    let mut losses: Vec<Losses> = vec![Losses::default(); sessions];
+    // Each stream's (sent, ssthresh) at its session's last tick.
+    let mut last: Vec<Vec<(u64, u32)>> = vec![vec![(0, u32::MAX); MOST]; sessions];
     let trace = std::env::var_os("BRAID_SIM_TRACE").is_some();
     // BRAID_SIM_TRACE=2: every tick; 3: every tick's carrying streams too.
     let level = std::env::var("BRAID_SIM_TRACE").map_or(0, |v| v.parse().unwrap_or(1));
@@ -127,6 +190,16 @@ pub fn autos(
             let mine = &views[k * MOST..(k + 1) * MOST];
             moved[k].push((t, mine.iter().map(|v| v.delivered).sum()));
             let a = &mut autos[k];
+            // The phase since the last tick, counted over the measured time.
+            if let Some((name, since)) = held[k] {
+                let (lo, hi) = (since.max(from_s as f64), t.min(to_s as f64));
+                if hi > lo {
+                    match phases[k].iter_mut().find(|x| x.0 == name) {
+                        Some(x) => x.1 += hi - lo,
+                        None => phases[k].push((name, hi - lo)),
+                    }
+                }
+            }
             let before = a.phase().name();
             let since = Duration::from_nanos(now - start(k));
             if let Some(mu) = mu {
@@ -178,6 +251,37 @@ pub fn autos(
                     st.share_bps.map(|b| (b * 8.0 / 1e6).round())
                 );
             }
+            let name = match (a.phase().name(), a.state().and_then(|s| s.share_bps)) {
+                ("full", Some(_)) => "full-capped",
+                (n, _) => n,
+            };
+            held[k] = Some((name, t));
+            if t >= from_s as f64 && t <= to_s as f64 {
+                let st = a.state().expect("auto tells its state");
+                let m = &moved[k];
+                let short = m.len() >= 2
+                    && mu.is_some_and(|mu| {
+                        let (t0, n0) = m[m.len() - 2];
+                        let r = (m[m.len() - 1].1 - n0) as f64 * MSS as f64 / (t - t0);
+                        r < mu * 0.95
+                    });
+                queues[k].push((st.queue_us.unwrap_or(0) as f64 / 1000.0, short));
+                let l = &mut losses[k];
+                for (i, v) in mine.iter().enumerate() {
+                    let (sent, ssthresh) = last[k][i];
+                    l.sent += v.sent.saturating_sub(sent);
+                    if v.ssthresh != ssthresh && v.ssthresh != u32::MAX {
+                        l.events += 1;
+                    }
+                    if v.carrying && v.srtt_ns > 0 {
+                        l.rtt_sum += v.srtt_ns as f64 / 1e9;
+                        l.rtt_n += 1;
+                    }
+                }
+            }
+            for (i, v) in mine.iter().enumerate() {
+                last[k][i] = (v.sent, v.ssthresh);
+            }
             due[k] = now + a.interval().as_nanos() as u64;
         }
         let next = due
@@ -199,6 +303,9 @@ pub fn autos(
         outcome,
         moved,
         streams: autos.iter().map(|a| a.streams()).collect(),
+        phases,
+        queues,
+        losses,
     }
 }
 
