@@ -13,6 +13,7 @@
 #[path = "../tests/harness/mod.rs"]
 mod harness;
 
+use braid::steer::auto::path::NOISE;
 use braid_cc::native::Arith;
 use braid_link::rng::Rng;
 use braid_sim::{jain, poisson, Flow, MSS, WIRE};
@@ -240,12 +241,13 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
 
 /// What held the first auto: its phases over the measured time, and the
 /// queue it read while its group moved less than µ (by more than µ's
-/// error): the median, and how often it was under the RTT's noise (1 ms).
+/// error): the median, and how often it was under the RTT's noise
+/// (`path::NOISE`, the level below which auto reads no queue).
 /// With others on a busy bottleneck the queue seldom clears; on a path
 /// that is not full it does.
 fn notes(t: &harness::Trace) -> String {
     let mut s = t.phase_shares(0);
-    if let Some((median, clear)) = t.queue_short_of_mu(0, 1.0) {
+    if let Some((median, clear)) = t.queue_short_of_mu(0, NOISE.as_secs_f64() * 1e3) {
         s += &format!(
             "; short of mu: queue {median:.1} ms, clear {:.0} %",
             100.0 * clear

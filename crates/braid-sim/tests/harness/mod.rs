@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use braid::proto::steer::{Steer, Steering, StreamView};
-use braid::steer::auto::Auto;
+use braid::steer::auto::{Auto, MU_WITHIN};
 use braid_sim::{Flow, FlowView, Outcome, Run, SimSteering, MSS};
 
 pub const S: u64 = 1_000_000_000;
@@ -107,6 +107,15 @@ impl Trace {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// A session's payload bytes a second over its last tick, from what it had
+/// delivered at each tick.
+fn last_tick_rate(moved: &[(f64, u64)]) -> Option<f64> {
+    let [.., (t0, n0), (t1, n1)] = moved else {
+        return None;
+    };
+    Some((n1 - n0) as f64 * MSS as f64 / (t1 - t0))
 }
 
 /// One session's view of its streams, as the engine builds it from TCP_INFO.
@@ -215,11 +224,7 @@ pub fn autos(
             }
             if ticks {
                 let st = a.state().expect("auto tells its state");
-                let m = &moved[k];
-                let rate = (m.len() >= 2).then(|| {
-                    let (t0, n0) = m[m.len() - 2];
-                    (m[m.len() - 1].1 - n0) as f64 * MSS as f64 * 8.0 / (t - t0) / 1e6
-                });
+                let rate = last_tick_rate(&moved[k]).map(|r| r * 8.0 / 1e6);
                 eprintln!(
                     "  [{k}] {t:7.2} s  {:6} n {:2}  queue {:6.1} ms  cap {:>7.1}  moved {:>7.1} Mb/s",
                     a.phase().name(),
@@ -251,20 +256,17 @@ pub fn autos(
                     st.share_bps.map(|b| (b * 8.0 / 1e6).round())
                 );
             }
-            let name = match (a.phase().name(), a.state().and_then(|s| s.share_bps)) {
+            let st = a.state().expect("auto tells its state");
+            let name = match (a.phase().name(), st.share_bps) {
                 ("full", Some(_)) => "full-capped",
                 (n, _) => n,
             };
             held[k] = Some((name, t));
             if t >= from_s as f64 && t <= to_s as f64 {
-                let st = a.state().expect("auto tells its state");
-                let m = &moved[k];
-                let short = m.len() >= 2
-                    && mu.is_some_and(|mu| {
-                        let (t0, n0) = m[m.len() - 2];
-                        let r = (m[m.len() - 1].1 - n0) as f64 * MSS as f64 / (t - t0);
-                        r < mu * 0.95
-                    });
+                // Short of µ by more than auto's own allowance for µ's error.
+                let short = last_tick_rate(&moved[k])
+                    .zip(mu)
+                    .is_some_and(|(r, mu)| r < mu * (1.0 - MU_WITHIN));
                 queues[k].push((st.queue_us.unwrap_or(0) as f64 / 1000.0, short));
                 let l = &mut losses[k];
                 for (i, v) in mine.iter().enumerate() {

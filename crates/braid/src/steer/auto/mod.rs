@@ -120,7 +120,7 @@ const MARGIN_MAX: f64 = 0.25;
 /// where the word was good (docs/auto.md). A group that moves less than
 /// that below µ leaves room that may be someone else's; the rule that
 /// reads it errs towards asking, which is what auto does without µ.
-const MU_WITHIN: f64 = 0.05;
+pub const MU_WITHIN: f64 = 0.05;
 /// A stream taken out on an end that cannot close and dial streams (a
 /// sending server) is paced to a trickle instead: a few packets a second.
 const TRICKLE: u64 = 4 * 1448;
