@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import threading
@@ -74,6 +75,16 @@ def sample_ss(stop: threading.Event, path: LinkPath, out: list) -> None:
         out.append((time.monotonic() - t0, text))
 
 
+def all_above(ss: list, ms: float, after: float = 5.0) -> tuple[int, int]:
+    """(readings, readings with every data stream `ms` or more above the base): `ss -tin` samples
+    taken `after` seconds in that report all the group's streams. The data streams are the CUBIC
+    sockets; the session's control connection runs another control and idles near the base."""
+    samples = [(t, [float(x) for x in re.findall(r"\bcubic\b[^\n]*?\brtt:([\d.]+)/", text)]) for t, text in ss]
+    group = max((len(rtts) for _, rtts in samples), default=0)
+    full = [rtts for t, rtts in samples if t >= after and group and len(rtts) == group]
+    return len(full), sum(min(rtts) - BASE_MS >= ms for rtts in full)
+
+
 def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, link_every: float) -> dict:
     scratch.mkdir(parents=True, exist_ok=True)
     token = engine.token_file(scratch)
@@ -130,6 +141,7 @@ def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, l
     queues = sorted(r["queue_ms"] for r in after)
     busy_q = [r["cpu_busy"] for r in after if r["queue_ms"] >= 5]
     clear_q = [r["cpu_busy"] for r in after if r["queue_ms"] < 5]
+    ss_readings, ss_all_above_5ms = all_above(ss, 5.0)
     return {
         "way": way, "loss": loss,
         "mbps": round(statistics.mean(r["mbps"] for r in after), 1),
@@ -142,6 +154,7 @@ def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, l
         "acks_late_p99_ms": round(late_back["p99"] / 1e6, 2), "wake_late_p99_ms": round(wake["p99"] / 1e6, 2),
         "busy_wait": busy_wait,
         "frame_bytes_mean": round(fwd["arrived_bytes"] / max(fwd["arrived"], 1)),
+        "ss_readings": ss_readings, "ss_all_above_5ms": ss_all_above_5ms,
         "acks_per_frame": round(back["arrived"] / max(fwd["arrived"], 1), 3),
         "seconds": seconds_rows,
         "link": link,
