@@ -137,6 +137,11 @@ impl Port {
         self.ring.truncated
     }
 
+    /// How long frames waited in the receive ring before they were read.
+    pub fn ring_wait(&self) -> &braid_link::hist::Hist {
+        &self.ring.wait
+    }
+
     /// The receive ring's slots and bytes.
     pub fn ring_size(&self) -> (usize, usize) {
         let g = self.ring.geometry();
@@ -240,17 +245,6 @@ fn set<T>(fd: &OwnedFd, level: libc::c_int, opt: libc::c_int, v: &T, name: &str)
         )
     };
     check(rc, "setsockopt", name)
-}
-
-/// Monotonic nanoseconds.
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Sleeps until a port is readable or `timeout_ns` passes (None: no deadline).

@@ -16,6 +16,10 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use braid_link::hist::Hist;
+
+use crate::clock::realtime_ns;
+
 /// The ring's shape: equal slots of `slot` bytes, `per_block` to a block of
 /// `block` bytes (frames never straddle blocks), `blocks` blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +85,11 @@ pub struct Ring {
     next: usize,
     /// Frames longer than a slot (cut short by the kernel), skipped.
     pub truncated: u64,
+    /// How long frames sat in the ring before they were read: the kernel
+    /// stamps each slot as it fills it, and a frame's emulated delay only
+    /// starts when it is read, so this is delay the link adds beyond its
+    /// spec whenever the loop falls behind (nothing else would show it).
+    pub wait: Hist,
 }
 
 impl Ring {
@@ -116,6 +125,7 @@ impl Ring {
             geo,
             next: 0,
             truncated: 0,
+            wait: Hist::default(),
         })
     }
 
@@ -128,6 +138,9 @@ impl Ring {
     /// back to the kernel as soon as its frame is copied.
     pub fn read(&mut self, bufs: &mut [Vec<u8>]) -> usize {
         let mut got = 0;
+        // The kernel's stamps are wall-clock time (af_packet's
+        // tpacket_get_timestamp, else ktime_get_real as it fills the slot).
+        let now = realtime_ns();
         while got < bufs.len() {
             // SAFETY: offset(next) is a slot inside the mapping, 16-aligned,
             // and starts with a tpacket2_hdr the kernel owns until its status
@@ -142,6 +155,8 @@ impl Ring {
             // SAFETY: the slot is ours; its header is initialised.
             let h = unsafe { &*hdr.cast::<libc::tpacket2_hdr>() };
             let (mac, snap, len) = (h.tp_mac as usize, h.tp_snaplen as usize, h.tp_len as usize);
+            let stamped = h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64;
+            self.wait.record(now.saturating_sub(stamped));
             if snap < len || mac + snap > self.geo.slot {
                 self.truncated += 1;
             } else {
