@@ -47,8 +47,8 @@
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else, from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
-//! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask` |
+//! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue; one more stiff finding, k, where the group moved less than µ) | `Full`, capped a margin below what the path gave |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask`; but after asks that found a stiff source (k running, µ told), only one such rise in 2^k (at most 8): the others are the source's rise, and the cap follows it down as far below what the group moves as drains the queue in a DRAIN | `Ask`, or `Full` capped below |
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
@@ -102,9 +102,10 @@ use path::{Delay, Delivered, Held, Spread};
 
 /// The first streams.
 const FIRST_STREAMS: usize = 2;
-/// The most times running one knee doubles the wait before it is tried
-/// again: 2^3 FREEs, 200 base RTTs (or 40 s), still within a long transfer.
-const KNEE_BACKOFF_MAX: u32 = 4;
+/// The most times running one finding (a knee; a source found stiff)
+/// doubles the wait before it is tried again: 2^3 FREEs for a knee, 200
+/// base RTTs (or 40 s), still within a long transfer.
+const BACKOFF_MAX: u32 = 4;
 /// A doubling of streams that each random loss holds below the path doubles
 /// what they move, within the room the path has; one that brings less than
 /// this share of that found the knee: the path, not the streams' losses, is
@@ -235,6 +236,18 @@ pub struct Auto {
     /// found wrongly is left and one found rightly costs ever less.
     knee_n: Option<usize>,
     knee_seen: u32,
+    /// How many asks running found the room untaken while the group moved
+    /// less than µ: someone else is on the path (a queue stood under a group
+    /// short of µ) and did not take the room, a stiff source. A queue that
+    /// then stands through a DRAIN in `Full` is that source's rise, and the
+    /// cap follows it down (`stiff_followed` times running, up to
+    /// 2^`stiff_seen` - 1) before it is asked about again: each ask costs a
+    /// margin of the rate for an ASK, and a source found stiff again and
+    /// again is asked about ever less often, as a knee is tried ever less
+    /// often. Every `BACKOFF_MAX`-th rise at the most is still asked about,
+    /// so flows that back off and came meanwhile are found within a minute.
+    stiff_seen: u32,
+    stiff_followed: u32,
     /// What the path gave the group, bytes a second, when a queue last
     /// stood under it alone (or it probed higher without one).
     capacity: Option<f64>,
@@ -286,6 +299,8 @@ impl Auto {
             from_n: n,
             knee_n: None,
             knee_seen: 0,
+            stiff_seen: 0,
+            stiff_followed: 0,
             capacity: None,
             cap: None,
             alone: None,
@@ -366,6 +381,10 @@ impl Auto {
         let t = self.times();
         let rate = self.clean_rate(t.measure);
         let m = self.margin();
+        if rate.is_some_and(|r| self.carries_bottleneck(r)) {
+            // The group has the path to itself: no source is beside it.
+            self.stiff_seen = 0;
+        }
         match self.phase {
             Phase::Start => {
                 if let Some(r) = self.held_by_hosts(self.clean_rate(3 * t.tick)) {
@@ -419,7 +438,7 @@ impl Auto {
                 let knee = before.is_some_and(|b| !self.paid(b, r));
                 if let (true, Some(b)) = (knee, before) {
                     self.knee_seen = if self.knee_n == Some(self.from_n) {
-                        (self.knee_seen + 1).min(KNEE_BACKOFF_MAX)
+                        (self.knee_seen + 1).min(BACKOFF_MAX)
                     } else {
                         1
                     };
@@ -460,6 +479,7 @@ impl Auto {
                 }
                 if held {
                     // The room was taken: flows that back off share the path.
+                    self.stiff_seen = 0;
                     self.n = self.fair;
                     self.cap = None;
                     return Phase::Fair {
@@ -487,7 +507,13 @@ impl Auto {
                     }
                 }
                 // The group's queue, or a stiff source's: capped a margin below
-                // what the path gave.
+                // what the path gave. A stiff source's, where µ says the group
+                // moved less than the bottleneck sends.
+                let short_of_mu = self.bottleneck.is_some()
+                    && self.capacity.is_some_and(|c| !self.carries_bottleneck(c));
+                if short_of_mu {
+                    self.stiff_seen = (self.stiff_seen + 1).min(BACKOFF_MAX);
+                }
                 self.cap = self.capacity.map(|c| c * (1.0 - m));
                 self.alone = self.capacity;
                 self.full_from_now()
@@ -517,6 +543,15 @@ impl Auto {
                         self.cap = Some(self.through(r) * (1.0 - m));
                         return self.full_from_now();
                     }
+                    // Beside a source found stiff, its rise is the room's fall: the
+                    // cap follows it down, as far below what the group moves now as
+                    // drains the queue in a DRAIN, before it is asked about again.
+                    if self.stiff_followed + 1 < self.stiff_backoff() {
+                        self.stiff_followed += 1;
+                        self.cap = Some(self.drained(r, m));
+                        return self.full_from_now();
+                    }
+                    self.stiff_followed = 0;
                     return self.ask(Asking::Full, r, m);
                 }
                 let rising = self.delay.rising();
@@ -790,6 +825,13 @@ impl Auto {
     /// first measurement, doubling with each that found the same knee.
     fn free_backoff(&self) -> u32 {
         1 << self.knee_seen.saturating_sub(1)
+    }
+
+    /// How many rises of a queue that stands through a DRAIN in `Full` the
+    /// group meets for each one it asks about: 1 until an ask finds a stiff
+    /// source, doubling with each that finds one again.
+    fn stiff_backoff(&self) -> u32 {
+        1 << self.stiff_seen.min(BACKOFF_MAX - 1)
     }
 
     /// The group's `recent` rate (over the last three ticks), if the streams

@@ -601,6 +601,103 @@ fn a_stiff_source_is_no_reason_to_step_aside_and_its_room_is_filled() {
     assert!(cap > 0.7 * 80.0 * MB && cap < 80.0 * MB * 1.3, "{cap}");
 }
 
+/// What a group told µ did beside a stiff source that swings between `low`
+/// and `high` every `half` seconds (a tenth to two fifths of the path, as
+/// generality's).
+struct Swinging {
+    /// When it entered `Ask`.
+    asks: Vec<Duration>,
+    phases: Vec<&'static str>,
+    caps: Vec<(Duration, Option<u64>)>,
+}
+
+fn beside_a_swinging_source(low: f64, high: f64, half: u64, until: u64) -> Swinging {
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    let mut w = Swinging {
+        asks: Vec::new(),
+        phases: Vec::new(),
+        caps: Vec::new(),
+    };
+    let mut before = "start";
+    run(&mut a, &mut p, secs(until), |now, p, phase| {
+        let high_now = (now.as_secs() / half) % 2 == 1;
+        p.others = Others::Stiff(if high_now { high } else { low });
+        if phase.name() == "ask" && before != "ask" {
+            w.asks.push(now);
+        }
+        before = phase.name();
+        w.phases.push(phase.name());
+        w.caps.push((now, group_cap(p)));
+    });
+    w
+}
+
+#[test]
+fn told_the_bottleneck_a_source_found_stiff_is_followed_down_and_asked_about_ever_less_often() {
+    // Each rise of the source stands through a DRAIN under the cap. Asked
+    // about every time, the group would spend an ASK a margin below the room
+    // at each: once an ask found the room untaken while the group moved less
+    // than µ, the next rises are the source's, and the cap follows them down.
+    let Swinging { asks, phases, caps } = beside_a_swinging_source(10.0 * MB, 40.0 * MB, 10, 240);
+    assert!(
+        !phases.contains(&"fair"),
+        "it stepped aside for a stiff source"
+    );
+    let rises = (30..240).step_by(20).count();
+    let late = asks.iter().filter(|t| **t >= secs(30)).count();
+    assert!(
+        late * 2 < rises,
+        "asked {late} times in {rises} rises: {asks:?}"
+    );
+    // Through each high half the cap came below the room the source leaves,
+    // and within a margin of it; through each low half it climbed back into
+    // the room the source's fall left.
+    for k in 2..12u64 {
+        let (lo, hi) = (20 * k, 20 * k + 10);
+        let top = mean_cap(&caps, secs(hi + 7), secs(hi + 10));
+        assert!(
+            top < 60.0 * MB * 1.05 && top > 0.7 * 60.0 * MB,
+            "at {hi} s: {top}"
+        );
+        let bottom = mean_cap(&caps, secs(lo + 7), secs(lo + 10));
+        assert!(bottom > 0.8 * 90.0 * MB, "at {lo} s: {bottom}");
+    }
+}
+
+#[test]
+fn told_the_bottleneck_flows_that_back_off_are_found_after_a_stiff_source() {
+    // A source found stiff more than once, then flows that back off in its
+    // place: the cap follows their first rises down, and the asks that still
+    // come (one rise in 2^BACKOFF_MAX at the most) find the room taken.
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    let mut seen = Vec::new();
+    run(&mut a, &mut p, secs(200), |now, p, phase| {
+        let s = now.as_secs();
+        p.others = if s >= 120 {
+            Others::Elastic(4)
+        } else if (s / 10) % 2 == 1 {
+            Others::Stiff(40.0 * MB)
+        } else {
+            Others::Stiff(10.0 * MB)
+        };
+        seen.push((now, p.carrying, phase.name()));
+    });
+    let fair_from = seen
+        .iter()
+        .find(|(t, _, ph)| *t >= secs(120) && *ph == "fair")
+        .map(|x| x.0)
+        .expect("never found the flows that back off");
+    assert!(fair_from <= secs(180), "found at {fair_from:?}");
+    for (now, carrying, phase) in seen.iter().filter(|(t, _, _)| *t >= fair_from) {
+        assert_eq!(*carrying, 1, "{now:?}");
+        assert_eq!(*phase, "fair", "{now:?}");
+    }
+}
+
 #[test]
 fn told_the_bottleneck_a_growing_group_whose_ask_finds_the_room_untaken_doubles_no_further() {
     // Loss-limited streams double beside a source that does not back off
