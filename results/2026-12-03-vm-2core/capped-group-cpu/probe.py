@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import statistics
 import sys
 import threading
@@ -75,6 +76,17 @@ def sample_ss(stop: threading.Event, path: LinkPath, out: list) -> None:
         out.append((time.monotonic() - t0, text))
 
 
+def ping_excess(log: Path, t0: float) -> list:
+    """(seconds since `t0`, ms above the base) of each echo `ping -D` got back: ICMP crosses
+    the same link queue, rings and namespaces as the data, but no TCP socket's pacing or windows."""
+    rows = []
+    for line in log.read_text().splitlines():
+        m = re.match(r"\[([\d.]+)\].*\btime=([\d.]+) ms", line)
+        if m:
+            rows.append((round(float(m.group(1)) - t0, 3), round(float(m.group(2)) - BASE_MS, 2)))
+    return rows
+
+
 def all_above(ss: list, ms: float, after: float = 5.0) -> tuple[int, int]:
     """(readings, readings with every data stream `ms` or more above the base): `ss -tin` samples
     taken `after` seconds in that report all the group's streams. The data streams are the CUBIC
@@ -107,6 +119,10 @@ def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, l
                     threading.Thread(target=sample_ss, args=(stop, path, ss))]
         for t in samplers:
             t.start()
+        ping_log = scratch / "ping.log"
+        wall0 = time.time()
+        # Fifty echoes a second, for the run's length: a clock of the path's delay beside the streams'.
+        pinger = path.snd.popen(["ping", "-n", "-D", "-i", "0.02", path.RCV_ADDR], log=ping_log)
         client = path.snd.popen(argv)
         try:
             (out, err), _ = communicate_all([client, server], timeout=seconds + 60)
@@ -114,6 +130,8 @@ def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, l
             stop.set()
             for t in samplers:
                 t.join()
+            pinger.send_signal(signal.SIGINT)  # ping flushes what it buffered and exits
+            pinger.wait(timeout=10)
         st = path.stats()
         late, late_back, wake = st["ab"]["late_ns"], st["ba"]["late_ns"], st["wake_late_ns"]
         fwd, back = st["ab"]["counters"], st["ba"]["counters"]
@@ -142,6 +160,8 @@ def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, l
     busy_q = [r["cpu_busy"] for r in after if r["queue_ms"] >= 5]
     clear_q = [r["cpu_busy"] for r in after if r["queue_ms"] < 5]
     ss_readings, ss_all_above_5ms = all_above(ss, 5.0)
+    pings = ping_excess(ping_log, wall0)
+    late_pings = sorted(x for t, x in pings if t >= 5.0)
     return {
         "way": way, "loss": loss,
         "mbps": round(statistics.mean(r["mbps"] for r in after), 1),
@@ -156,6 +176,12 @@ def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, l
         "frame_bytes_mean": round(fwd["arrived_bytes"] / max(fwd["arrived"], 1)),
         "ss_readings": ss_readings, "ss_all_above_5ms": ss_all_above_5ms,
         "acks_per_frame": round(back["arrived"] / max(fwd["arrived"], 1), 3),
+        "ring_wait_ms": {d: {k: round(v / 1e6, 2) for k, v in st[d]["ring_wait_ns"].items()} for d in ("ab", "ba")},
+        "pings": len(late_pings),
+        "ping_excess_ms_p50": late_pings[len(late_pings) // 2] if late_pings else None,
+        "ping_excess_ms_p90": late_pings[int(0.9 * len(late_pings))] if late_pings else None,
+        "pings_above_5ms": sum(x >= 5.0 for x in late_pings),
+        "ping": pings,
         "seconds": seconds_rows,
         "link": link,
         "ss": ss,
@@ -176,7 +202,7 @@ def main() -> None:
     for way in a.ways:
         row = one(way, a.seconds, a.scratch, a.loss, a.busy_wait, a.link_every)
         rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k not in ("seconds", "link", "ss")}), flush=True)
+        print(json.dumps({k: v for k, v in row.items() if k not in ("seconds", "link", "ss", "ping")}), flush=True)
     if a.out:
         a.out.write_text(json.dumps(rows, indent=1) + "\n")
 
