@@ -35,7 +35,7 @@ from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import braid, cluster, engine, manifest, metrics, netns, records, results, traffic
+from . import braid, cluster, engine, manifest, metrics, netns, quiet, records, results, traffic
 from .dumbbell import Dumbbell
 from .experiment import Cell, Experiment, Scenario, Variant, rate_bps, seconds_of
 from .measured import MeasuredCell
@@ -458,6 +458,11 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> 
             left = (len(todo) - i) * per_cell
             progress(f"[{len(plan) - len(todo) + i + 1}/{len(plan)}] {cell.id}  "
                      f"(about {left / 60:.1f} min left)")
+            # With nothing of ours running: what the cell starts on (quiet.py).
+            busy = quiet.measure(1.0)
+            if busy > quiet.NOT_QUIET:
+                progress(f"    the machine's cores were {busy:.0%} busy before this cell with nothing of the "
+                         f"laboratory's running: something else loads it, and the cell measures that too")
             data = None
             for attempt in (1, 2):
                 raw = out / "raw" / cell.id
@@ -476,7 +481,7 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> 
                     progress(f"    attempt {attempt} failed: {e}")
             if data is None:
                 continue
-            keep(cell, data, here)
+            keep(cell, data, {**here, "busy_before": round(busy, 3)})
             if i + 1 < len(todo):
                 time.sleep(variant.pause)
     finally:
