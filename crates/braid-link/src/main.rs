@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use braid_link::direction::Counters;
-use braid_link::{spec, wake::Wake, Direction, Event};
+use braid_link::{hist::Hist, spec, wake::Wake, Direction, Event};
 use clap::Parser;
 use serde_json::json;
 
@@ -231,14 +231,16 @@ fn direction_json(c: &Counters, tx_errors: u64, rx: &Port) -> Result<serde_json:
         "rx_kernel_drops": drops,
         "rx_truncated": rx.truncated(),
         "rx_ring": {"slots": slots, "bytes": bytes},
-        "late_ns": {"p50": c.late_quantile_ns(0.5), "p99": c.late_quantile_ns(0.99), "max": c.late_quantile_ns(1.0)},
+        "late_ns": quantiles(&c.late),
         // Delay before the pipeline saw a frame (the loop was busy or not
         // scheduled): added to the spec's, and invisible in late_ns.
-        "ring_wait_ns": {
-            "p50": rx.ring_wait().quantile(0.5), "p99": rx.ring_wait().quantile(0.99),
-            "max": rx.ring_wait().quantile(1.0),
-        },
+        "ring_wait_ns": quantiles(rx.ring_wait()),
     }))
+}
+
+/// A histogram's median, 99th percentile and largest value, as the stats print them.
+fn quantiles(h: &Hist) -> serde_json::Value {
+    json!({"p50": h.quantile(0.5), "p99": h.quantile(0.99), "max": h.quantile(1.0)})
 }
 
 fn write_stats(
@@ -251,6 +253,8 @@ fn write_stats(
     wake: &Wake,
 ) -> Result<()> {
     let wall = now_ns() - started;
+    let mut wake_json = quantiles(wake.hist());
+    wake_json["margin"] = json!(wake.margin());
     let v = json!({
         "version": 1,
         "a": args.a, "b": args.b, "ab_spec": args.ab, "ba_spec": args.ba,
@@ -260,10 +264,7 @@ fn write_stats(
         "ba": direction_json(dirs[1].counters(), tx[1], &ports[1])?,
         // How late timed sleeps ended: what a frame due after one waits
         // beyond its time, unless --busy-wait polls instead.
-        "wake_late_ns": {
-            "p50": wake.hist().quantile(0.5), "p99": wake.hist().quantile(0.99),
-            "max": wake.hist().quantile(1.0), "margin": wake.margin(),
-        },
+        "wake_late_ns": wake_json,
         "busy_wait": args.busy_wait,
     });
     let text = serde_json::to_string_pretty(&v)? + "\n";

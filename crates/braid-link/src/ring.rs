@@ -139,8 +139,10 @@ impl Ring {
     pub fn read(&mut self, bufs: &mut [Vec<u8>]) -> usize {
         let mut got = 0;
         // The kernel's stamps are wall-clock time (af_packet's
-        // tpacket_get_timestamp, else ktime_get_real as it fills the slot).
-        let now = realtime_ns();
+        // tpacket_get_timestamp, else ktime_get_real as it fills the slot);
+        // read once a batch, and only when a frame waits (an empty ring is
+        // polled every turn of the loop).
+        let mut now = None;
         while got < bufs.len() {
             // SAFETY: offset(next) is a slot inside the mapping, 16-aligned,
             // and starts with a tpacket2_hdr the kernel owns until its status
@@ -156,6 +158,7 @@ impl Ring {
             let h = unsafe { &*hdr.cast::<libc::tpacket2_hdr>() };
             let (mac, snap, len) = (h.tp_mac as usize, h.tp_snaplen as usize, h.tp_len as usize);
             let stamped = h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64;
+            let now = *now.get_or_insert_with(realtime_ns);
             self.wait.record(now.saturating_sub(stamped));
             if snap < len || mac + snap > self.geo.slot {
                 self.truncated += 1;

@@ -22,6 +22,6 @@ def test_text_that_is_not_proc_stat_is_refused():
         quiet.cpu_times("intr 1 2 3\n")
 
 
-def test_a_reading_of_this_machine_is_a_share(tmp_path):
+def test_a_reading_of_this_machine_is_a_share():
     share = quiet.measure(0.05)
     assert 0.0 <= share <= 1.0

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
 
-from braidlab import engine  # noqa: E402
+from braidlab import engine, quiet  # noqa: E402
 from braidlab.dumbbell import LinkPath  # noqa: E402
 from braidlab.proc import communicate_all  # noqa: E402
 from braidlab.runner import _buffer_words  # noqa: E402
@@ -43,11 +43,8 @@ WAYS = {
 }
 
 
-def cpu_times() -> tuple[float, float]:
-    """(busy, total) jiffies of all cores, from /proc/stat's first line."""
-    f = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = f[3] + f[4]
-    return sum(f) - idle, sum(f)
+def cpu_times() -> tuple[int, int]:
+    return quiet.cpu_times(Path("/proc/stat").read_text())
 
 
 def sample_cpu(stop: threading.Event, out: list) -> None:
@@ -55,8 +52,7 @@ def sample_cpu(stop: threading.Event, out: list) -> None:
     t0 = time.monotonic()
     while not stop.wait(1.0):
         now = cpu_times()
-        d_busy, d_total = now[0] - last[0], now[1] - last[1]
-        out.append((time.monotonic() - t0, d_busy / d_total if d_total else 0.0))
+        out.append((time.monotonic() - t0, quiet.busy_share(last, now)))
         last = now
 
 
