@@ -223,3 +223,8 @@ class LinkPath(Dumbbell):
     @property
     def rcv(self) -> Namespace:
         return self.receivers[0].ns
+
+    def tcp_buffers(self, mib: int) -> None:
+        """Both ends' largest TCP buffers, in MiB (Namespace.tcp_buffers)."""
+        self.snd.tcp_buffers(mib)
+        self.rcv.tcp_buffers(mib)

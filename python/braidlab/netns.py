@@ -61,6 +61,17 @@ class Namespace:
         self._procs.append(p)
         return p
 
+    def tcp_buffers(self, mib: int) -> None:
+        """Sets the largest size of TCP's receive and send buffers (tcp_rmem and tcp_wmem, both
+        per namespace) to `mib` MiB, keeping the smallest and initial sizes as they are."""
+        if mib <= 0:
+            raise ValueError(f"a TCP buffer of {mib} MiB")
+        words = []
+        for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+            low, initial, _ = self.run("sysctl", "-n", key).split()
+            words.append(f"{key}={low} {initial} {mib << 20}")
+        self.run("sysctl", "-qw", *words)
+
     def name_address(self, addr: str, *names: str) -> None:
         """Gives `addr` these names inside this namespace (its own /etc/hosts, mounted by
         `ip netns exec` for every command from now on). Some servers look up the address they

@@ -72,19 +72,9 @@ def _host_sysctls(bed: Dumbbell, sc: Scenario) -> None:
     words = ["net.ipv4.tcp_no_metrics_save=1", f"net.ipv4.tcp_sack={int(sc.path.sack)}",
              f"net.ipv4.tcp_timestamps={int(sc.path.timestamps)}"]
     for h in bed.senders + bed.receivers:
-        h.run("sysctl", "-qw", *words + _buffer_words(h, sc.path.tcp_buffer))
-
-
-def _buffer_words(host, mib: int | None) -> list[str]:
-    """tcp_rmem and tcp_wmem with their largest size set to `mib` MiB (both are per network
-    namespace), their smallest and initial sizes kept as the host has them."""
-    if mib is None:
-        return []
-    words = []
-    for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
-        low, initial, _ = host.run("sysctl", "-n", key).split()
-        words.append(f"{key}={low} {initial} {mib << 20}")
-    return words
+        h.run("sysctl", "-qw", *words)
+        if sc.path.tcp_buffer is not None:
+            h.ns.tcp_buffers(sc.path.tcp_buffer)
 
 
 def _window_bytes(intervals: list[dict], lo: float, hi: float) -> float:
@@ -439,6 +429,14 @@ def run(exp: Experiment, which: str, out: Path, *, repeat: int | None = None, se
     return out
 
 
+def _warn_if_busy(busy: float, progress) -> None:
+    """`busy` is the cores' busy share in the second before a cell, measured with nothing of the
+    laboratory's running (quiet.py)."""
+    if busy > quiet.NOT_QUIET:
+        progress(f"    the machine's cores were {busy:.0%} busy before this cell with nothing of the "
+                 f"laboratory's running: something else loads it, and the cell measures that too")
+
+
 def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> None:
     """The cells one after another in this process, on this machine."""
     _signalled.clear()
@@ -458,11 +456,8 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> 
             left = (len(todo) - i) * per_cell
             progress(f"[{len(plan) - len(todo) + i + 1}/{len(plan)}] {cell.id}  "
                      f"(about {left / 60:.1f} min left)")
-            # With nothing of ours running: what the cell starts on (quiet.py).
             busy = quiet.measure(1.0)
-            if busy > quiet.NOT_QUIET:
-                progress(f"    the machine's cores were {busy:.0%} busy before this cell with nothing of the "
-                         f"laboratory's running: something else loads it, and the cell measures that too")
+            _warn_if_busy(busy, progress)
             data = None
             for attempt in (1, 2):
                 raw = out / "raw" / cell.id
@@ -518,6 +513,8 @@ def measure(exp: Experiment, variant: Variant, cell: Cell, index: int, seed: int
     installed_here = any(cc.startswith("braid_") for cc in wanted) and not braid.cc_status()["installed"]
     if installed_here:
         braid.cc("install")
+    # After the cleaning and before anything of this cell starts, as _embedded measures it.
+    busy = quiet.measure(1.0)
     work = Path(tempfile.mkdtemp(prefix=f"{CELL_DIR_PREFIX}{os.getpid()}-"))
     try:
         raw = work / "raw"
@@ -526,7 +523,7 @@ def measure(exp: Experiment, variant: Variant, cell: Cell, index: int, seed: int
         for p in sorted(raw.rglob("*")):
             if p.is_file() and not p.is_symlink():
                 files[str(p.relative_to(raw))] = p.read_bytes()
-        return {"data": data, "raw": files, "machine": cluster.machine()}
+        return {"data": data, "raw": files, "machine": {**cluster.machine(), "busy_before": round(busy, 3)}}
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if installed_here:
@@ -542,6 +539,8 @@ def _on_cluster(address, exp, variant, plan, todo, out, keep, progress, seed_of,
         done[0] += 1
         progress(f"[{len(plan) - len(todo) + done[0]}/{len(plan)}] {cell.id}  "
                  f"(measured on {result['machine']['host']})")
+        if "busy_before" in result["machine"]:  # a worker of an older build does not say
+            _warn_if_busy(result["machine"]["busy_before"], progress)
         raw = out / "raw" / cell.id
         if raw.exists():
             shutil.rmtree(raw)

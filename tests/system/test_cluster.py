@@ -78,6 +78,8 @@ def test_a_local_cluster_measures_the_same_cells_as_the_embedded_runner(tmp_path
     for cid, cell in on_cluster.items():
         assert cell["machine"]["host"] == os.uname().nodename and cell["machine"]["cores"] == os.cpu_count()
         assert cell["build"] == here[cid]["build"] == cell["machine"]["build"]
+        # Both paths say how busy the cores were before the cell (a share, measured).
+        assert 0.0 <= cell["machine"]["busy_before"] <= 1.0 and 0.0 <= here[cid]["machine"]["busy_before"] <= 1.0
         assert len(cell["streams"]) == len(here[cid]["streams"]) and cell["bench"]["bytes"] > 0
         # The worker's raw outputs came back beside the cell.
         assert (tmp_path / "c" / "raw" / cid / "manifest.json").exists()

@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
 
 from braidlab.dumbbell import LinkPath  # noqa: E402
 from braidlab.proc import communicate_all  # noqa: E402
-from braidlab.runner import _buffer_words  # noqa: E402
 
 PORT = 5211
 FORWARD = "rate 1gbit delay 30ms limit 5000 loss random 0.002%"
@@ -32,9 +31,8 @@ REVERSE = "delay 30ms"
 
 def one(paced: bool, seconds: float) -> dict:
     with LinkPath(FORWARD, REVERSE, tag="pace") as path:
-        for ns in (path.snd, path.rcv):
-            # Buffers for a 7.5 MB bandwidth-delay product shared by 16 streams.
-            ns.run("sysctl", "-qw", *_buffer_words(ns, 32))
+        # Buffers for a 7.5 MB bandwidth-delay product shared by 16 streams.
+        path.tcp_buffers(32)
         server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(PORT), "-J"])
         time.sleep(0.3)
         argv = ["iperf3", "-c", path.RCV_ADDR, "-p", str(PORT), "-P", "16", "-C", "cubic", "-t", str(seconds),

@@ -26,7 +26,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
 
 from braidlab.dumbbell import LinkPath  # noqa: E402
-from braidlab.runner import _buffer_words  # noqa: E402
 
 FORWARD = "rate 1gbit delay 15ms limit 2500 loss random 0.01%"
 REVERSE = "delay 15ms"
@@ -87,8 +86,7 @@ import os; os._exit(0)
 
 def one(way: str, seconds: float) -> dict:
     with LinkPath(FORWARD, REVERSE, tag="paced") as path:
-        for ns in (path.snd, path.rcv):
-            ns.run("sysctl", "-qw", *_buffer_words(ns, 32))
+        path.tcp_buffers(32)
         reader = path.rcv.popen([sys.executable, "-c", READER, path.RCV_ADDR, str(PORT), str(STREAMS), str(seconds + 20)])
         time.sleep(0.5)
         sender = path.snd.popen([sys.executable, "-c", SENDER, path.RCV_ADDR, str(PORT), str(STREAMS), str(seconds),

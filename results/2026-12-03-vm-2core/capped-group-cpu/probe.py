@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
 from braidlab import engine, quiet  # noqa: E402
 from braidlab.dumbbell import LinkPath  # noqa: E402
 from braidlab.proc import communicate_all  # noqa: E402
-from braidlab.runner import _buffer_words  # noqa: E402
 
 FORWARD = "rate 1gbit delay 15ms limit 2500"
 REVERSE = "delay 15ms"
@@ -101,8 +100,7 @@ def one(way: str, seconds: float, scratch: Path, loss: float, busy_wait: bool, l
     link: list = []
     ss: list = []
     with LinkPath(forward, REVERSE, tag="capcpu", busy_wait=busy_wait) as path:
-        for ns in (path.snd, path.rcv):
-            ns.run("sysctl", "-qw", *_buffer_words(ns, 32))
+        path.tcp_buffers(32)
         root = scratch / "root"
         root.mkdir(exist_ok=True)
         server = engine.serve(path.rcv, root, token, once=True)

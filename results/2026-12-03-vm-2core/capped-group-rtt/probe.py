@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
 from braidlab import engine  # noqa: E402
 from braidlab.dumbbell import LinkPath  # noqa: E402
 from braidlab.proc import communicate_all  # noqa: E402
-from braidlab.runner import _buffer_words  # noqa: E402
 
 FORWARD = "rate 1gbit delay 15ms limit 2500"
 REVERSE = "delay 15ms"
@@ -42,8 +41,7 @@ def one(way: str, seconds: float, scratch: Path, loss: float) -> dict:
     token = engine.token_file(scratch)
     forward = FORWARD + (f" loss random {loss * 100:g}%" if loss else "")
     with LinkPath(forward, REVERSE, tag="capq") as path:
-        for ns in (path.snd, path.rcv):
-            ns.run("sysctl", "-qw", *_buffer_words(ns, 32))
+        path.tcp_buffers(32)
         root = scratch / "root"
         root.mkdir(exist_ok=True)
         server = engine.serve(path.rcv, root, token, once=True)

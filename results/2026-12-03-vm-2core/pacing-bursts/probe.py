@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python"))
 
 from braidlab.dumbbell import LinkPath  # noqa: E402
 from braidlab.proc import communicate_all  # noqa: E402
-from braidlab.runner import _buffer_words  # noqa: E402
 
 PORT = 5212
 FORWARD = "rate 1gbit delay 15ms limit 2500"
@@ -37,8 +36,7 @@ HIGH = [(16, "40M"), (16, "55M"), (16, None)]
 
 def one(streams: int, rate: str | None, seconds: float) -> dict:
     with LinkPath(FORWARD, REVERSE, tag="burst") as path:
-        for ns in (path.snd, path.rcv):
-            ns.run("sysctl", "-qw", *_buffer_words(ns, 32))
+        path.tcp_buffers(32)
         server = path.rcv.popen(["iperf3", "-s", "-1", "-p", str(PORT), "-J"])
         time.sleep(0.3)
         argv = ["iperf3", "-c", path.RCV_ADDR, "-p", str(PORT), "-P", str(streams), "-C", "cubic",
