@@ -456,7 +456,7 @@ def _embedded(exp, variant, plan, todo, out, token, keep, progress, seed_of) -> 
             left = (len(todo) - i) * per_cell
             progress(f"[{len(plan) - len(todo) + i + 1}/{len(plan)}] {cell.id}  "
                      f"(about {left / 60:.1f} min left)")
-            busy = quiet.measure(1.0)
+            busy = quiet.measure()
             _warn_if_busy(busy, progress)
             data = None
             for attempt in (1, 2):
@@ -514,7 +514,7 @@ def measure(exp: Experiment, variant: Variant, cell: Cell, index: int, seed: int
     if installed_here:
         braid.cc("install")
     # After the cleaning and before anything of this cell starts, as _embedded measures it.
-    busy = quiet.measure(1.0)
+    busy = quiet.measure()
     work = Path(tempfile.mkdtemp(prefix=f"{CELL_DIR_PREFIX}{os.getpid()}-"))
     try:
         raw = work / "raw"
