@@ -19,11 +19,14 @@
 //! tick: a shared queue is in all of them), which *stands* above an eighth of
 //! the base RTT (4..16 ms, Linux HyStart's threshold) or half the deepest
 //! queue seen if the buffer is shallower (2 ms at least), and *rises* above
-//! half that (1 ms at least); the group's delivered rate; how much that rate
-//! varies from one sample to the next; how much of their time the streams
-//! spend held by the hosts' buffers (the sending socket's, or the receiver's
-//! window; Linux caps both at a few MiB by default, a few hundred Mb/s a
-//! stream at 100 ms), which says at once that more streams move more.
+//! half that (1 ms at least) over the floor the path showed while an ask left
+//! room untaken (the least queue of the ask's second half, no more than half
+//! the threshold: short flows' bursts into a shallow buffer, an AQM's few
+//! packets, none of them a full path); the group's delivered rate; how much
+//! that rate varies from one sample to the next; how much of their time the
+//! streams spend held by the hosts' buffers (the sending socket's, or the
+//! receiver's window; Linux caps both at a few MiB by default, a few hundred
+//! Mb/s a stream at 100 ms), which says at once that more streams move more.
 //! Durations count in base RTTs with floors in seconds, so a long path is
 //! given the round trips it needs (SETTLE 10, MEASURE 5, DRAIN 5, ASK 15,
 //! FREE 25).
@@ -46,7 +49,7 @@
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
-//! | | | else, from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
+//! | | | else (the room untaken: the least queue of its second half is the path's floor from now), from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
 //! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue; one more stiff finding, k, where the group moved less than µ) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask`; but after asks that found a stiff source (k running, µ told), only one such rise in 2^k (at most 8): the others are the source's rise, and the cap follows it down as far below what the group moves as drains the queue in a DRAIN | `Ask`, or `Full` capped below |
 //! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
@@ -354,6 +357,15 @@ impl Auto {
         ticks.iter().filter(|s| **s).count() as f64 / ticks.len() as f64
     }
 
+    /// The lowest queue of the ticks since `from`.
+    fn least_queue(&self, from: Duration) -> Option<Duration> {
+        self.stood
+            .iter()
+            .filter(|(t, _, _)| *t >= from)
+            .map(|(_, _, us)| Duration::from_micros(*us as u64))
+            .min()
+    }
+
     /// A queue above half the threshold at every tick since `from` (two at
     /// least), and no lower at the last than at the first of them.
     fn stood_through(&self, from: Duration) -> bool {
@@ -486,6 +498,12 @@ impl Auto {
                         since: now,
                         clear_since: None,
                     };
+                }
+                // Nobody took the room: the queue the path never went under
+                // meanwhile is no full path's, and a queue that rises later is
+                // read above it.
+                if let Some(q) = self.least_queue(since + t.ask / 2) {
+                    self.delay.set_floor(q);
                 }
                 if let Asking::Grow(before) = from {
                     // The group's own queue. If the doubling that raised it paid

@@ -7,7 +7,10 @@
 //!   *stands* when it is above the threshold Linux's HyStart uses to call a
 //!   queue grown (an eighth of the base RTT, within 4..16 ms), or above half
 //!   the deepest queue seen, if that is less (a buffer shallower than
-//!   HyStart's threshold never holds that much), and never below 2 ms.
+//!   HyStart's threshold never holds that much), and never below 2 ms. It
+//!   *rises* above half that, measured above the floor the path showed
+//!   while it had room (others left a margin the group gave up untaken):
+//!   short flows' bursts into a shallow buffer, an AQM's few packets.
 //! - [`Delivered`]: the group's payload acknowledged, summed over streams
 //!   whose connections may be replaced (a new connection's counter starts
 //!   at zero), and its rate over a span of ticks.
@@ -44,6 +47,9 @@ pub struct Delay {
     deepest_us: u32,
     /// The threshold at the last tick.
     threshold: Duration,
+    /// The queue the path shows while it has room (`set_floor`), µs: what a
+    /// rising queue is measured above.
+    floor_us: u32,
 }
 
 impl Delay {
@@ -121,9 +127,27 @@ impl Delay {
 
     /// Whether a queue rises at the last tick: above half the threshold
     /// (and the RTT's noise), as a full path under an AQM, or under a steer
-    /// like auto's, holds it.
+    /// like auto's, holds it; and by that much above the queue the path
+    /// shows while it has room (`set_floor`).
     pub fn rising(&self) -> bool {
-        self.queue() > (self.threshold() / 2).max(NOISE)
+        let floor = Duration::from_micros(self.floor_us as u64);
+        self.queue() > (self.threshold() / 2 + floor).max(NOISE)
+    }
+
+    /// The queue the path showed while it had room (others left untaken a
+    /// margin the group gave up): short flows' bursts into a shallow buffer,
+    /// an AQM's few packets, the hosts' own scheduling. None of it says the
+    /// path is full, and the rise of a queue that does is measured above it.
+    /// At most half the threshold: a queue above that at most of the ticks
+    /// would have been a rising one, the room taken.
+    pub fn set_floor(&mut self, floor: Duration) {
+        let most = self.threshold() / 2;
+        self.floor_us = floor.min(most).as_micros() as u32;
+    }
+
+    /// The queue the path showed while it had room, as last measured.
+    pub fn floor(&self) -> Duration {
+        Duration::from_micros(self.floor_us as u64)
     }
 }
 
@@ -411,6 +435,32 @@ mod tests {
         assert!(!d.standing());
         d.note(&[view(0, 50.0, 40.0, 0), view(1, 50.0, 40.0, 0)], |_| true);
         assert!(d.standing());
+    }
+
+    #[test]
+    fn a_queue_rises_above_the_floor_the_path_shows_while_it_has_room() {
+        // A 10 ms path whose buffer held 2.5 ms: the threshold is its 2 ms floor,
+        // and a queue rises above 1 ms, the RTT's noise.
+        let mut d = Delay::default();
+        d.note(&[view(0, 10.0, 10.0, 0)], |_| true);
+        d.note(&[view(0, 12.5, 10.0, 0)], |_| true);
+        d.note(&[view(0, 11.2, 10.0, 0)], |_| true);
+        assert!(d.rising());
+        // The path showed 0.8 ms while it had room: a rise is 1 ms above that.
+        d.set_floor(Duration::from_micros(800));
+        assert_eq!(d.floor(), Duration::from_micros(800));
+        assert!(!d.rising());
+        d.note(&[view(0, 11.7, 10.0, 0)], |_| true);
+        assert!(!d.rising());
+        d.note(&[view(0, 11.9, 10.0, 0)], |_| true);
+        assert!(d.rising());
+        // No floor above half the threshold: a queue that high at most ticks
+        // would have been a rising one.
+        d.set_floor(Duration::from_millis(5));
+        assert_eq!(d.floor(), d.threshold() / 2);
+        assert!(!d.standing());
+        d.note(&[view(0, 12.1, 10.0, 0)], |_| true);
+        assert!(d.rising() && d.standing());
     }
 
     #[test]

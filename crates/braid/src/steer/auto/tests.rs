@@ -698,6 +698,30 @@ fn told_the_bottleneck_flows_that_back_off_are_found_after_a_stiff_source() {
     }
 }
 
+/// Told µ, loss-limited streams (5 MB/s each) on a 100 MB/s path beside a
+/// source that sends 30 MB/s and does not back off, with `kept_queue_ms` in
+/// every stream's RTT however empty the link: auto after `until` (it asked,
+/// and its cap follows the room), and the most streams it carried.
+fn growing_beside_a_stiff_source(kept_queue_ms: f64, until: Duration) -> (Auto, usize) {
+    let mut a = Auto::new(32, 1, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    p.others = Others::Stiff(30.0 * MB);
+    p.kept_queue_ms = kept_queue_ms;
+    let mut most = 0;
+    let mut asked = false;
+    run(&mut a, &mut p, until, |_, p, phase| {
+        most = most.max(p.carrying);
+        asked |= phase.name() == "ask";
+    });
+    assert!(asked, "never asked");
+    // The cap follows the room the source leaves.
+    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
+    let cap = a.cap.expect("capped");
+    assert!(cap > 0.7 * 70.0 * MB && cap < 70.0 * MB * 1.05, "{cap}");
+    (a, most)
+}
+
 #[test]
 fn told_the_bottleneck_a_growing_group_whose_ask_finds_the_room_untaken_doubles_no_further() {
     // Loss-limited streams double beside a source that does not back off
@@ -707,21 +731,19 @@ fn told_the_bottleneck_a_growing_group_whose_ask_finds_the_room_untaken_doubles_
     // this group's own slow start (a queue of its own comes with µ moved):
     // more streams would find only the queue, or take from a group that
     // yields.
-    let mut a = Auto::new(32, 1, true);
-    a.bottleneck(100.0 * MB);
-    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
-    p.others = Others::Stiff(30.0 * MB);
-    let mut most = 0;
-    let mut asked = false;
-    run(&mut a, &mut p, secs(120), |_, p, phase| {
-        most = most.max(p.carrying);
-        asked |= phase.name() == "ask";
-    });
-    assert!(asked, "never asked");
+    let (_, most) = growing_beside_a_stiff_source(0.0, secs(120));
     assert_eq!(most, 16, "streams beyond the ones that filled the room");
-    assert!(matches!(a.phase(), Phase::Full { .. }), "{:?}", a.phase());
-    let cap = a.cap.expect("capped");
-    assert!(cap > 0.7 * 70.0 * MB && cap < 70.0 * MB * 1.05, "{cap}");
+}
+
+#[test]
+fn the_queue_the_path_shows_while_an_ask_leaves_room_untaken_is_the_floor_a_rise_is_read_above() {
+    // As above, with bursts that keep 0.8 ms in every stream's RTT: the ask
+    // leaves room nobody takes, and what the RTTs show meanwhile is no full
+    // path's queue. The source's queue still rises above it.
+    assert_eq!(Auto::new(32, 1, true).delay.floor(), Duration::ZERO);
+    let (a, _) = growing_beside_a_stiff_source(0.8, secs(60));
+    let floor = a.delay.floor().as_secs_f64() * 1e3;
+    assert!((floor - 0.8).abs() < 0.05, "{floor} ms");
 }
 
 #[test]
