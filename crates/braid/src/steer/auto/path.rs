@@ -130,7 +130,9 @@ impl Delay {
     /// like auto's, holds it; and by that much above the queue the path
     /// shows while it has room (`set_floor`).
     pub fn rising(&self) -> bool {
-        let floor = Duration::from_micros(self.floor_us as u64);
+        // Within half the threshold as it is now, which falls with the base
+        // RTT: a standing queue always rises.
+        let floor = self.floor().min(self.threshold() / 2);
         self.queue() > (self.threshold() / 2 + floor).max(NOISE)
     }
 
@@ -461,6 +463,14 @@ mod tests {
         assert!(!d.standing());
         d.note(&[view(0, 12.1, 10.0, 0)], |_| true);
         assert!(d.rising() && d.standing());
+        // A floor of half an 80 ms base's threshold (10 ms), then a lower base
+        // (40 ms: 5 ms): a queue that stands there rises too.
+        let mut d = Delay::default();
+        d.note(&[view(0, 80.0, 80.0, 0)], |_| true);
+        d.note(&[view(0, 130.0, 80.0, 0)], |_| true);
+        d.set_floor(Duration::from_millis(5));
+        d.note(&[view(0, 46.0, 40.0, 0)], |_| true);
+        assert!(d.standing() && d.rising());
     }
 
     #[test]
