@@ -346,9 +346,7 @@ impl Auto {
     /// The share of ticks since `from` at which the queue was at `level` or higher.
     fn share_at_least(&self, from: Duration, level: Queue) -> f64 {
         let ticks: Vec<bool> = self
-            .stood
-            .iter()
-            .filter(|(t, _, _)| *t >= from)
+            .ticks_since(from)
             .map(|(_, q, _)| *q >= level)
             .collect();
         if ticks.is_empty() {
@@ -357,11 +355,14 @@ impl Auto {
         ticks.iter().filter(|s| **s).count() as f64 / ticks.len() as f64
     }
 
+    /// The ticks since `from` (each: when, the queue's level, the queue in µs).
+    fn ticks_since(&self, from: Duration) -> impl Iterator<Item = &(Duration, Queue, u32)> {
+        self.stood.iter().filter(move |(t, _, _)| *t >= from)
+    }
+
     /// The lowest queue of the ticks since `from`.
     fn least_queue(&self, from: Duration) -> Option<Duration> {
-        self.stood
-            .iter()
-            .filter(|(t, _, _)| *t >= from)
+        self.ticks_since(from)
             .map(|(_, _, us)| Duration::from_micros(*us as u64))
             .min()
     }
@@ -369,12 +370,7 @@ impl Auto {
     /// A queue above half the threshold at every tick since `from` (two at
     /// least), and no lower at the last than at the first of them.
     fn stood_through(&self, from: Duration) -> bool {
-        let ticks: Vec<(Queue, u32)> = self
-            .stood
-            .iter()
-            .filter(|(t, _, _)| *t >= from)
-            .map(|(_, q, us)| (*q, *us))
-            .collect();
+        let ticks: Vec<(Queue, u32)> = self.ticks_since(from).map(|(_, q, us)| (*q, *us)).collect();
         ticks.len() >= 2
             && ticks.iter().all(|(q, _)| *q >= Queue::Rising)
             && ticks.last().map(|x| x.1) >= ticks.first().map(|x| x.1)

@@ -130,10 +130,7 @@ impl Delay {
     /// like auto's, holds it; and by that much above the queue the path
     /// shows while it has room (`set_floor`).
     pub fn rising(&self) -> bool {
-        // Within half the threshold as it is now, which falls with the base
-        // RTT: a standing queue always rises.
-        let floor = self.floor().min(self.threshold() / 2);
-        self.queue() > (self.threshold() / 2 + floor).max(NOISE)
+        self.queue() > (self.threshold() / 2 + self.floor()).max(NOISE)
     }
 
     /// The queue the path showed while it had room (others left untaken a
@@ -147,9 +144,11 @@ impl Delay {
         self.floor_us = floor.min(most).as_micros() as u32;
     }
 
-    /// The queue the path showed while it had room, as last measured.
+    /// The queue the path showed while it had room, as last measured; within
+    /// half the threshold as it is now, which falls with the base RTT, so
+    /// that a standing queue always rises.
     pub fn floor(&self) -> Duration {
-        Duration::from_micros(self.floor_us as u64)
+        Duration::from_micros(self.floor_us as u64).min(self.threshold() / 2)
     }
 }
 
