@@ -333,12 +333,25 @@ pub fn best_parallel(link: &str, rtt_ms: f64, others: &[Flow], from_s: u64, to_s
 
 /// One CUBIC stream beside `others`, as the `single` method runs.
 pub fn single(link: &str, rtt_ms: f64, others: &[Flow], from_s: u64, to_s: u64) -> f64 {
+    single_beside(link, rtt_ms, others, from_s, to_s).0
+}
+
+/// One CUBIC stream beside `others`: what it moves, and what they move
+/// beside it (the rate an ordinary transfer leaves them).
+pub fn single_beside(
+    link: &str,
+    rtt_ms: f64,
+    others: &[Flow],
+    from_s: u64,
+    to_s: u64,
+) -> (f64, f64) {
     let mut f = vec![Flow::cubic()];
     f.extend(others.iter().map(|o| Flow {
         start_ns: o.start_ns + 17 * MS,
         ..*o
     }));
-    fixed(link, rtt_ms, &f, from_s, to_s).mbps(0..1)
+    let out = fixed(link, rtt_ms, &f, from_s, to_s);
+    (out.mbps(0..1), out.mbps(1..1 + others.len()))
 }
 
 /// The rate in Mb/s over each second.
