@@ -167,15 +167,7 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
             let third = ((END - WARM) / 3) as f64;
             let (arrive, leave) = (WARM as f64 + third, WARM as f64 + 2.0 * third);
             let beside = mean_between(&rates, arrive, leave);
-            let single_beside = {
-                let mut f = vec![Flow::cubic()];
-                f.extend(o.iter().map(|x| Flow {
-                    start_ns: x.start_ns + 17 * MS,
-                    ..*x
-                }));
-                let r = fixed(&c.link, c.rtt_ms, &f, arrive as u64, leave as u64);
-                r.mbps(0..1)
-            };
+            let single_beside = single(&c.link, c.rtt_ms, &o, arrive as u64, leave as u64);
             let bound = 10f64.max(20.0 * c.rtt_ms / 1e3);
             let (sa, sl) = (
                 settle_s(&rates, arrive, leave),

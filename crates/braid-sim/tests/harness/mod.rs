@@ -162,10 +162,7 @@ pub fn autos(
             ..Flow::cubic().in_session()
         }));
     }
-    flows.extend(others.iter().map(|f| Flow {
-        start_ns: f.start_ns + 17 * MS,
-        ..*f
-    }));
+    let flows = beside(flows, others);
     let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, 1, true)).collect();
     let mut due: Vec<u64> = (0..sessions).map(start).collect();
     let mut moved: Vec<Vec<(f64, u64)>> = vec![Vec::new(); sessions];
@@ -321,12 +318,14 @@ pub fn best_parallel(link: &str, rtt_ms: f64, others: &[Flow], from_s: u64, to_s
     [4usize, 16]
         .into_iter()
         .map(|n| {
-            let mut f = many(n, Flow::cubic());
-            f.extend(others.iter().map(|o| Flow {
-                start_ns: o.start_ns + 17 * MS,
-                ..*o
-            }));
-            fixed(link, rtt_ms, &f, from_s, to_s).mbps(0..n)
+            fixed(
+                link,
+                rtt_ms,
+                &beside(many(n, Flow::cubic()), others),
+                from_s,
+                to_s,
+            )
+            .mbps(0..n)
         })
         .fold(0.0, f64::max)
 }
@@ -345,13 +344,24 @@ pub fn single_beside(
     from_s: u64,
     to_s: u64,
 ) -> (f64, f64) {
-    let mut f = vec![Flow::cubic()];
-    f.extend(others.iter().map(|o| Flow {
+    let out = fixed(
+        link,
+        rtt_ms,
+        &beside(vec![Flow::cubic()], others),
+        from_s,
+        to_s,
+    );
+    (out.mbps(0..1), out.mbps(1..1 + others.len()))
+}
+
+/// A method's `flows`, then `others`, each 17 ms after its own start: the
+/// same offset for every method, so that each meets the competition alike.
+fn beside(mut flows: Vec<Flow>, others: &[Flow]) -> Vec<Flow> {
+    flows.extend(others.iter().map(|o| Flow {
         start_ns: o.start_ns + 17 * MS,
         ..*o
     }));
-    let out = fixed(link, rtt_ms, &f, from_s, to_s);
-    (out.mbps(0..1), out.mbps(1..1 + others.len()))
+    flows
 }
 
 /// The rate in Mb/s over each second.
