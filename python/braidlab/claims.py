@@ -39,6 +39,11 @@ another's 10. Kinds:
 A `within` claim with `pooled = true` checks the mean of the medians of the methods `a` matches
 instead of each. A claim may name a `scenario`; else every scenario counts. A `note` is shown
 when the claim does not hold: what is known about why.
+
+A claim is never loosened once runs have judged it, but one whose yardstick a later rule replaced
+may be retired: `retired` says why and names the claim that replaces it. It is still measured and
+its verdict shown ("retired (does not hold as measured)"), but it counts as neither holding nor
+failing.
 """
 
 from __future__ import annotations
@@ -55,9 +60,11 @@ from . import metrics
 class Verdict:
     id: str
     text: str
-    status: str  # holds | does not hold | not measured
+    status: str  # holds | does not hold | not measured | retired
     detail: str
     note: str = ""
+    # What the measurements say of a retired claim (holds, does not hold, not measured).
+    measured: str = ""
 
     @property
     def holds(self) -> bool:
@@ -105,6 +112,14 @@ def _paired(meds: dict[str, float], a: str, b: str) -> tuple[dict[str, float], l
 
 
 def check(claim: dict, rows: list[dict]) -> Verdict:
+    v = _judge(claim, rows)
+    if claim.get("retired"):
+        v.measured, v.status = v.status, "retired"
+        v.note = " ".join(str(claim["retired"]).split())
+    return v
+
+
+def _judge(claim: dict, rows: list[dict]) -> Verdict:
     kind, metric = claim["check"], claim.get("metric", "")
     scenario = claim.get("scenario")
     v = Verdict(claim["id"], claim["text"], "not measured", "", claim.get("note", ""))

@@ -595,6 +595,8 @@ def _experiment(runs: list[_Run], fig_dir: Path, claims: str = "recorded") -> tu
             line = f"**{v.status}**: {v.text}. Measured: {v.detail}."
             if v.status == "does not hold" and v.note:
                 line += " Why: " + " ".join(v.note.split())
+            if v.status == "retired":
+                line = f"**retired** ({v.measured} as measured): {v.text}. Measured: {v.detail}. Retired: {v.note}"
             items.append(line)
         b.append(Block("list", items))
     if claims == "today":
@@ -696,13 +698,17 @@ def make(run_dirs: list[Path], out: Path, leave_out: LeaveOut | None = None,
     blocks = [Block("h1", "braid: the papers' experiments, measured")]
     blocks.append(Block("p", "Each section is one experiment, redrawn from its results directories alone. "
                              "Numbers are medians over repetitions; the paper's in brackets."))
-    summary = [["experiment", "cells", "holds", "does not hold", "not measured"]]
-    body = []
+    kinds = ["holds", "does not hold", "not measured"]
+    summary, body = [], []
     for runs in groups.values():
         bl, verdicts, name, cells = _experiment(runs, out / "figures", claims)
         body += bl
-        count = {st: sum(v.status == st for v in verdicts) for st in ("holds", "does not hold", "not measured")}
-        summary.append([name, str(cells), *(str(count[k]) for k in ("holds", "does not hold", "not measured"))])
+        summary.append((name, cells, verdicts))
+    if any(v.status == "retired" for *_, verdicts in summary for v in verdicts):
+        kinds.append("retired")
+    summary = [["experiment", "cells", *kinds]] + [
+        [name, str(cells), *(str(sum(v.status == k for v in verdicts)) for k in kinds)]
+        for name, cells, verdicts in summary]
     blocks += [Block("p", "The papers' claims, checked on these measurements:"), Block("table", summary), *body]
     md, page = out / "report.md", out / "report.html"
     md.write_text(render_md(blocks, out))

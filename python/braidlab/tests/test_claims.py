@@ -1,4 +1,4 @@
-"""The claim kinds that read a sweep as a curve: like_flows, grows, order, pooled within."""
+"""The claim kinds that read a sweep as a curve (like_flows, grows, order, pooled within), and retired claims."""
 
 import pytest
 
@@ -93,3 +93,13 @@ def test_an_order_may_leave_a_rank_unordered():
     assert judge(claim, rows).holds
     rows = rows_of("s", {"s-10": 0.16, "h-10": 0.12, "hs-10": 0.15, "c-10": 0.13, "r-10": 0.12})
     assert judge(claim, rows).status == "does not hold"  # h-* is not above c-*
+
+
+def test_a_retired_claim_is_still_measured_but_counts_neither_way():
+    rows = rows_of("s", {"a": 0.12})
+    claim = {"check": "within", "metric": "x", "a": "a", "high": 0.03, "note": "why it fails"}
+    assert judge(claim, rows).status == "does not hold"
+    v = judge({**claim, "retired": "replaced by  the band\nclaim"}, rows)
+    assert (v.status, v.measured, v.holds) == ("retired", "does not hold", False)
+    assert v.note == "replaced by the band claim" and "12.0 %" not in v.detail and "0.12" in v.detail
+    assert judge({**claim, "retired": "replaced"}, rows_of("s", {"b": 1.0})).measured == "not measured"

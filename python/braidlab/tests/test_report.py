@@ -104,6 +104,19 @@ def test_report_from_results_alone(tmp_path):
     assert "src='figures" not in html and "<table>" in html
 
 
+def test_a_retired_claim_is_shown_measured_and_counted_apart(tmp_path):
+    run = make_run(tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    meta["experiment_file"] = EXPERIMENT.replace('note = "more streams, more bytes"',
+                                                 'retired = "the yardstick changed: see claim fair"')
+    (run / "run.json").write_text(json.dumps(meta))
+    text = report.make([run], tmp_path / "out")[0].read_text()
+    assert "| experiment | cells | holds | does not hold | not measured | retired |" in text
+    assert "| mini | 8 | 1 | 0 | 0 | 1 |" in text
+    assert ("**retired** (does not hold as measured): single moves more than parallel-4. Measured: "
+            in text) and "Retired: the yardstick changed: see claim fair" in text
+
+
 def test_report_names_the_builds_of_a_continued_run(tmp_path):
     run = make_run(tmp_path)
     assert report._builds(results.load(run)[1]) == ""  # no cell records its build: nothing to tell apart
