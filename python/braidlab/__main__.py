@@ -1,4 +1,4 @@
-"""braidlab command line: `braidlab demo|run|report|controls|path|clean|scheduler|worker`."""
+"""braidlab command line: `braidlab demo|run|report|sim-cells|controls|path|clean|scheduler|worker`."""
 
 from __future__ import annotations
 
@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--claims", choices=("recorded", "today"), default="recorded",
                      help="judge by the claims each run recorded when it was measured (default), or by "
                           "today's experiment file, with a table of the verdicts that changes")
+    sc = sub.add_parser("sim-cells", help="a matrix experiment's cells as braid-sim's matrix example reads them",
+                        description="Prints the cells of a matrix experiment (NAME KIND RTT_MS RATE_MBPS LINK...) "
+                                    "for `BRAID_SIM_CELLS=FILE cargo run --release -p braid-sim --example matrix`: "
+                                    "braid-sim on the laboratory's own paths.")
+    sc.add_argument("experiment")
     p = sub.add_parser("path", help="run a command across an emulated path built by hand",
                        description="Builds sender -> braid-link -> receiver, runs COMMAND on the sender with "
                                    "{peer} replaced by the receiver's address, then removes the path.")
@@ -95,6 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         from . import runner
 
         return runner.main(args)
+    elif args.cmd == "sim-cells":
+        from . import experiment
+
+        try:
+            print("\n".join(experiment.sim_cells(experiment.load(args.experiment))))
+        except experiment.ExperimentError as e:
+            print(f"braidlab sim-cells: {e}", file=sys.stderr)
+            return 2
     elif args.cmd == "report":
         from . import report
 

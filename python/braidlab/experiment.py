@@ -473,6 +473,24 @@ def parse(data: dict, source: Path | None = None) -> Experiment:
                       columns=data.get("columns"), source=source, frontier=frontier, matrix=data.get("matrix"))
 
 
+def sim_cells(exp: Experiment) -> list[str]:
+    """A matrix experiment's cells as braid-sim's matrix example reads them (BRAID_SIM_CELLS), a
+    line each: NAME KIND RTT_MS RATE_MBPS and braid-link's words for the forward direction. KIND is
+    the competition's name, which braid-sim's kinds follow: braid-sim on the laboratory's paths, to
+    say how well the two agree."""
+    if not exp.matrix:
+        raise ExperimentError(f"{exp.name}: not a matrix experiment (no [matrix])")
+    names = {c["name"] for c in exp.matrix["competition"]}
+    out = []
+    for name, sc in exp.scenarios.items():
+        kind = name.rsplit("-", 1)[0]
+        if kind not in names:
+            continue  # a hand-written scenario beside the matrix (the quick variant's)
+        p = sc.path
+        out.append(f"{name} {kind} {seconds_of(p.rtt) * 1e3:g} {p.rate_bps / 1e6:g} {p.forward_spec()}")
+    return out
+
+
 def load(name_or_path: str | Path, root: Path | None = None) -> Experiment:
     """An experiment by file path, or by name from experiments/."""
     p = Path(name_or_path)

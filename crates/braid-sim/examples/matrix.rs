@@ -9,6 +9,12 @@
 //! cubic-arrive reno-arrive web udp auto-pair. BRAID_SIM_TRACE=1 prints auto's phases;
 //! BRAID_SIM_CELL=N runs each kind's N-th cell alone; BRAID_SIM_MU scales the
 //! bottleneck's rate the sessions are told (0: none is told).
+//!
+//! BRAID_SIM_CELLS=FILE runs the cells FILE lists instead of drawing them, a
+//! line each: `NAME KIND RTT_MS RATE_MBPS LINK...` (braid-link's words for the
+//! forward direction). `braidlab sim-cells EXPERIMENT` writes a matrix
+//! experiment's cells so, to set braid-sim beside the laboratory on the same
+//! paths: how well the two agree, not a design seed.
 
 #[path = "../tests/harness/mod.rs"]
 mod harness;
@@ -45,6 +51,8 @@ const START: u64 = 30;
 
 #[derive(Clone, Debug)]
 struct Cell {
+    /// The laboratory's name of the cell, for cells read from a file.
+    name: String,
     kind: &'static str,
     rtt_ms: f64,
     rate_mbps: f64,
@@ -78,11 +86,49 @@ fn draw(rng: &mut Rng, kind: &'static str, seed: u64) -> Cell {
     }
     link += &format!(" seed {seed}");
     Cell {
+        name: String::new(),
         kind,
         rtt_ms,
         rate_mbps,
         link,
     }
+}
+
+/// The cells a file lists (BRAID_SIM_CELLS), each with the seed of its
+/// Poisson arrivals: its line's number.
+fn listed(path: &str) -> Vec<(Cell, u64)> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("BRAID_SIM_CELLS {path}: {e}"));
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .enumerate()
+        .map(|(i, line)| {
+            let mut w = line.split_whitespace();
+            let mut next = |what: &str| {
+                w.next()
+                    .unwrap_or_else(|| panic!("{path} line {}: no {what}", i + 1))
+                    .to_string()
+            };
+            let (name, kind) = (next("NAME"), next("KIND"));
+            let num = |x: String, what: &str| -> f64 {
+                x.parse().unwrap_or_else(|_| {
+                    panic!("{path} line {}: {what} {x:?} is not a number", i + 1)
+                })
+            };
+            let rtt_ms = num(next("RTT_MS"), "RTT_MS");
+            let rate_mbps = num(next("RATE_MBPS"), "RATE_MBPS");
+            let link: Vec<&str> = w.collect();
+            assert!(!link.is_empty(), "{path} line {}: no LINK", i + 1);
+            let cell = Cell {
+                name,
+                kind: Box::leak(kind.into_boxed_str()),
+                rtt_ms,
+                rate_mbps,
+                link: link.join(" "),
+            };
+            (cell, i as u64 + 1)
+        })
+        .collect()
 }
 
 /// The competition of a kind, for a path of `rate_mbps`.
@@ -295,7 +341,8 @@ fn main() {
     let per: usize = args
         .get(1)
         .map_or(2, |s| s.parse().expect("CELLS_PER_KIND is a number"));
-    let kinds: Vec<&'static str> = match args.get(2) {
+    let drawing = std::env::var_os("BRAID_SIM_CELLS").is_none();
+    let kinds: Vec<&'static str> = match args.get(2).filter(|_| drawing) {
         Some(list) => list
             .split(',')
             .map(|k| {
@@ -309,22 +356,34 @@ fn main() {
     };
     // Each cell's path from its own generator (the seed, its kind, its number), so that a
     // kind run alone draws the same paths as in the whole matrix.
-    let cells: Vec<(Cell, u64)> = kinds
-        .iter()
-        .flat_map(|k| (0..per).map(move |i| (*k, i)))
-        .map(|(k, i)| {
-            let kind_no = KINDS.iter().position(|x| *x == k).expect("a kind") as u64;
-            let s = seed * 1_000_000 + kind_no * 1000 + i as u64;
-            (draw(&mut Rng::new(s), k, s), s)
-        })
-        // BRAID_SIM_CELL=N: only each kind's N-th cell (to trace one).
-        .filter(|(_, s)| {
-            std::env::var("BRAID_SIM_CELL")
-                .ok()
-                .and_then(|n| n.parse::<u64>().ok())
-                .is_none_or(|n| s % 1000 == n)
-        })
-        .collect();
+    let listed_cells = std::env::var("BRAID_SIM_CELLS").ok().map(|f| {
+        // KIND,... picks the listed cells of those kinds (any the file names).
+        let only: Option<Vec<&str>> = args.get(2).map(|l| l.split(',').collect());
+        listed(&f)
+            .into_iter()
+            .filter(|(c, _)| only.as_ref().is_none_or(|o| o.contains(&c.kind)))
+            .collect::<Vec<_>>()
+    });
+    let cells: Vec<(Cell, u64)> = if let Some(cells) = listed_cells {
+        cells
+    } else {
+        kinds
+            .iter()
+            .flat_map(|k| (0..per).map(move |i| (*k, i)))
+            .map(|(k, i)| {
+                let kind_no = KINDS.iter().position(|x| *x == k).expect("a kind") as u64;
+                let s = seed * 1_000_000 + kind_no * 1000 + i as u64;
+                (draw(&mut Rng::new(s), k, s), s)
+            })
+            // BRAID_SIM_CELL=N: only each kind's N-th cell (to trace one).
+            .filter(|(_, s)| {
+                std::env::var("BRAID_SIM_CELL")
+                    .ok()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_none_or(|n| s % 1000 == n)
+            })
+            .collect()
+    };
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -340,7 +399,10 @@ fn main() {
                     .collect();
                 println!(
                     "{:13} {:>4} ms {:>5} Mb/s  {:<60} {line}{verdicts}",
-                    c.kind, c.rtt_ms, c.rate_mbps, c.link
+                    if c.name.is_empty() { c.kind } else { &c.name },
+                    c.rtt_ms,
+                    c.rate_mbps,
+                    c.link
                 );
                 results.lock().unwrap().extend(v);
             });

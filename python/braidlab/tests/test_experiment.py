@@ -1,3 +1,4 @@
+import dataclasses
 import fnmatch
 import tomllib
 from pathlib import Path
@@ -232,3 +233,16 @@ def test_generality_is_a_matrix_of_at_least_60_cells_with_its_claims():
     ids = {c["id"] for c in e.claims}
     assert {"idle-fast", "shared-band", "bbr-floor", "settles-on-arrival", "two-autos-fair"} <= ids
     assert all(c["check"] == "share_of_cells" for c in e.claims)
+
+
+def test_a_matrix_lists_its_cells_for_braid_sim_and_a_plain_experiment_is_refused():
+    e = experiment.parse(tomllib.loads(MATRIX + '[[scenario]]\nname = "by-hand"\n'))
+    lines = experiment.sim_cells(e)
+    assert [ln.split()[:2] for ln in lines][:2] == [["idle-00", "idle"], ["idle-01", "idle"]]
+    assert len(lines) == 9, "the hand-written scenario is not one of the matrix's cells"
+    name, kind, rtt_ms, rate_mbps, *link = lines[5].split()
+    sc = e.scenarios[name]
+    assert kind == "mix" and float(rtt_ms) == experiment.seconds_of(sc.path.rtt) * 1e3
+    assert float(rate_mbps) * 1e6 == sc.path.rate_bps and " ".join(link) == sc.path.forward_spec()
+    with pytest.raises(ExperimentError, match="not a matrix"):
+        experiment.sim_cells(dataclasses.replace(e, matrix=None))
