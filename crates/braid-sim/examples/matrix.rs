@@ -20,6 +20,7 @@
 mod harness;
 
 use braid::steer::auto::path::NOISE;
+use braid::steer::auto::MU_WITHIN;
 use braid_cc::native::Arith;
 use braid_link::rng::Rng;
 use braid_sim::{jain, poisson, Flow, MSS, WIRE};
@@ -272,9 +273,42 @@ fn judge(c: &Cell, seed: u64) -> (Vec<(&'static str, bool)>, String) {
                 // the same 0.9 as the idle claim's "as fast as").
                 let kept = others / others_beside_one;
                 v.push(("others-kept", kept >= 0.9));
+                // Whether any design that holds idle-fast can hold the band here. On the
+                // cell's idle twin (the same path, nobody on it) such a design moves 0.9 x
+                // the best parallel-N at least. Here it tells the cell from its twin only by
+                // something the others do to its packets: where it can fill the room they
+                // leave (the most 32 CUBIC streams move on the twin reaches the room, short
+                // of µ's error), a queue stands while it moves less than µ, and it can. Where
+                // it cannot, at the most it can move the others' packets meet its own only in
+                // passing if the bottleneck drops nothing for its queue beyond what random
+                // loss explains (two standard deviations of the random drops' count, with a
+                // constant stream at that rate beside the others): then no sender can tell
+                // the cell from its twin, and above 1.25 x an equal share the band is out
+                // of reach.
+                let twin = best_parallel(&c.link, c.rtt_ms, &[], WARM, END);
+                let room = payload - others_beside_one;
+                let most = fixed(&c.link, c.rtt_ms, &many(32, Flow::cubic()), WARM, END)
+                    .mbps(0..32)
+                    .max(twin);
+                let blind = 0.9 * twin > 1.25 * equal && most < room * (1.0 - MU_WITHIN);
+                let beside_most = blind.then(|| {
+                    let wire_bps = most * 1e6 * WIRE as f64 / MSS as f64;
+                    let stream = Flow::stiff(wire_bps, wire_bps, 0);
+                    fixed(&c.link, c.rtt_ms, &beside(vec![stream], &o), WARM, END)
+                });
+                let forced = beside_most.as_ref().is_some_and(|x| {
+                    x.congestion_drops as f64 <= 2.0 * (x.random_drops as f64).sqrt()
+                });
+                v.push(("band-reachable", !forced));
                 line = format!(
-                    "auto {a:.1}, equal {equal:.1}, single {one:.1}; others {others:.1} (beside single {others_beside_one:.1}, kept {kept:.2}), path used {:.2}; {}",
+                    "auto {a:.1}, equal {equal:.1}, single {one:.1}; others {others:.1} (beside single {others_beside_one:.1}, kept {kept:.2}), path used {:.2}; idle twin's best parallel {twin:.1}, room {room:.1}{}{}; {}",
                     (a + others) / payload,
+                    beside_most.map_or(String::new(), |x| format!(
+                        ", the most 32 streams move there {most:.1}: a constant stream at it meets drops for the queue {} (random {})",
+                        x.congestion_drops,
+                        x.random_drops
+                    )),
+                    if forced { " (the band out of reach)" } else { "" },
                     notes(&t)
                 );
             }

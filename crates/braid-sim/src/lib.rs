@@ -390,6 +390,10 @@ pub struct Outcome {
     pub losses: Vec<u64>,
     /// Packets the bottleneck dropped (queue, RED, loss model).
     pub dropped: u64,
+    /// Over the measured span: packets the bottleneck dropped for its queue
+    /// (drop-tail's full buffer, RED's early drops), and for its random loss.
+    pub congestion_drops: u64,
+    pub random_drops: u64,
 }
 
 impl Outcome {
@@ -537,8 +541,10 @@ impl Run {
         let mut at_from: Option<Vec<(u64, u64)>> = None;
         let mut now = 0u64;
         let mut dropped = 0u64;
+        let mut link_from = None;
         loop {
             if at_from.is_none() && now >= from_ns {
+                link_from = Some(self.link.counters().clone());
                 at_from = Some(
                     self.senders
                         .iter()
@@ -616,6 +622,12 @@ impl Run {
                 .map(|(s, b)| s.losses - b.1)
                 .collect(),
             dropped,
+            congestion_drops: {
+                let (a, b) = (self.link.counters(), link_from.as_ref());
+                (a.dropped_queue + a.dropped_red) - b.map_or(0, |b| b.dropped_queue + b.dropped_red)
+            },
+            random_drops: self.link.counters().dropped_loss
+                - link_from.as_ref().map_or(0, |b| b.dropped_loss),
         }
     }
 

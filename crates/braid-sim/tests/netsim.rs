@@ -367,3 +367,34 @@ fn a_paced_flow_in_slow_start_climbs_to_its_pace() {
     let mbps = o.mbps(0..1);
     assert!(mbps > 0.95 * 400.0 && mbps < 1.01 * 400.0, "{mbps:.1} Mb/s");
 }
+
+#[test]
+fn the_bottleneck_counts_its_queue_drops_apart_from_its_random_loss() {
+    // A constant stream below the link's rate is dropped only by the loss model;
+    // one above it overflows the buffer too. Counted over the measured span only.
+    let stream = |mbps: f64| Flow::stiff(mbps * 1e6, mbps * 1e6, 0);
+    let under = run(
+        "rate 10mbit limit 50 loss random 1% seed 3",
+        20,
+        &[stream(8.0)],
+        2,
+        12,
+    );
+    let sent = 8e6 * 10.0 / 1500.0 / 8.0; // packets in the 10 measured seconds
+    assert_eq!(under.congestion_drops, 0);
+    let expected = 0.01 * sent;
+    assert!(
+        (under.random_drops as f64 - expected).abs() < 4.0 * expected.sqrt(),
+        "random drops {} against {expected:.0} expected",
+        under.random_drops
+    );
+    let over = run("rate 10mbit limit 50 seed 3", 20, &[stream(12.0)], 2, 12);
+    assert_eq!(over.random_drops, 0);
+    // A fifth of what arrives finds the buffer full.
+    let excess = 2e6 * 10.0 / 1500.0 / 8.0;
+    assert!(
+        (over.congestion_drops as f64 - excess).abs() < 0.05 * excess,
+        "queue drops {} against {excess:.0}",
+        over.congestion_drops
+    );
+}

@@ -356,7 +356,7 @@ pub fn single_beside(
 
 /// A method's `flows`, then `others`, each 17 ms after its own start: the
 /// same offset for every method, so that each meets the competition alike.
-fn beside(mut flows: Vec<Flow>, others: &[Flow]) -> Vec<Flow> {
+pub fn beside(mut flows: Vec<Flow>, others: &[Flow]) -> Vec<Flow> {
     flows.extend(others.iter().map(|o| Flow {
         start_ns: o.start_ns + 17 * MS,
         ..*o
