@@ -83,6 +83,11 @@ pub struct TcpInfo {
     pub min_rtt_us: u32,
     /// Sender's maximum segment size, bytes.
     pub mss: u32,
+    /// Segments sent and not yet acknowledged (the kernel's packets_out,
+    /// those marked lost or selectively acknowledged among them). Read by
+    /// a steer, not put on the record.
+    #[serde(skip)]
+    pub unacked: u32,
     /// Segments retransmitted over the connection's life.
     pub total_retrans: u32,
     /// Segments now considered lost.
@@ -136,6 +141,7 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
         rttvar_us: raw.rttvar,
         min_rtt_us: raw.min_rtt,
         mss: raw.snd_mss,
+        unacked: raw.unacked,
         total_retrans: raw.total_retrans,
         lost: raw.lost,
         data_segs_out: raw.data_segs_out,

@@ -422,6 +422,10 @@ pub struct FlowView {
     /// total_retrans: each lost packet's data goes again).
     pub sent: u64,
     pub lost: u64,
+    /// Packets sent and not yet acknowledged or found lost (TCP_INFO's unacked).
+    pub in_flight: u32,
+    /// In loss recovery (TCP_INFO's ca_state past open).
+    pub recovering: bool,
 }
 
 /// What a steer asks of a run.
@@ -710,6 +714,8 @@ impl Run {
                 ssthresh: s.cc.ssthresh(),
                 sent: s.next_seq - s.sent_base,
                 lost: s.lost - s.lost_base,
+                in_flight: s.outstanding.len() as u32,
+                recovering: s.recovery_until.is_some(),
             })
             .collect()
     }

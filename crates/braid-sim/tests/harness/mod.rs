@@ -132,6 +132,8 @@ fn stream_views(views: &[FlowView]) -> Vec<StreamView> {
                 min_rtt_us: (v.min_srtt_ns / 1000) as u32,
                 cwnd: v.cwnd,
                 ssthresh: v.ssthresh.min(i32::MAX as u32),
+                unacked: v.in_flight,
+                ca_state: if v.recovering { 3 } else { 0 },
                 mss: MSS as u32,
                 bytes_acked: v.delivered * MSS as u64,
                 data_segs_out: v.sent as u32,

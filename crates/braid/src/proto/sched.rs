@@ -133,6 +133,11 @@ impl Scheduler {
         self.streams[stream].in_flight.len()
     }
 
+    /// Blocks waiting for a stream to carry them.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
     /// Nothing queued and nothing unacknowledged.
     pub fn is_done(&self) -> bool {
         self.queue.is_empty() && self.streams.iter().all(|s| s.in_flight.is_empty())

@@ -232,11 +232,16 @@ impl SenderCore {
     }
 
     /// The session should carry blocks on `n` streams: the first `n` carry,
-    /// the rest leave once what they carry is acknowledged.
+    /// the rest leave once what they carry is acknowledged. With every block
+    /// given out already, no stream is opened: it would find nothing to carry
+    /// (a steer that sees the last blocks' streams go quiet may ask for more).
     pub fn set_streams(&mut self, n: usize) {
-        let n = n.max(1);
+        let mut n = n.max(1);
         if self.phase != Phase::Moving {
             return;
+        }
+        if self.sched.queued() == 0 {
+            n = n.min(self.wanted().max(1));
         }
         for i in 0..self.slots.len() {
             match (i < n, self.slots[i]) {
@@ -460,6 +465,22 @@ mod tests {
         assert_eq!(drain(&mut c), ["open 1"]);
         let g1 = c.attach(1);
         assert!(matches!(c.next(1, g1), Next::Block(_)));
+    }
+
+    #[test]
+    fn no_stream_is_opened_once_every_block_is_given_out() {
+        // 20 bytes in blocks of 10: both go out on stream 0.
+        let mut c = core(&[20], 1);
+        let g0 = c.attach(0);
+        block(&mut c, 0, g0);
+        block(&mut c, 0, g0);
+        c.set_streams(4);
+        assert!(drain(&mut c).is_empty(), "nothing left for a new stream");
+        assert_eq!((c.streams(), c.wanted()), (1, 1));
+        // A stream that dies gives its blocks back: more streams may carry them.
+        assert!(c.on_lost(0, g0));
+        c.set_streams(2);
+        assert_eq!(drain(&mut c), ["open 1"]);
     }
 
     #[test]

@@ -23,10 +23,11 @@
 //! room untaken (the least queue of the ask's second half, no more than half
 //! the threshold: short flows' bursts into a shallow buffer, an AQM's few
 //! packets, none of them a full path); the group's delivered rate; how much
-//! that rate varies from one sample to the next; how much of their time the
-//! streams spend held by the hosts' buffers (the sending socket's, or the
+//! that rate varies from one sample to the next; how much of what the
+//! streams move the hosts' buffers hold (the sending socket's, or the
 //! receiver's window; Linux caps both at a few MiB by default, a few hundred
-//! Mb/s a stream at 100 ms), which says at once that more streams move more.
+//! Mb/s a stream at 100 ms), by the kernel's chronographs or a window the
+//! stream does not fill, which says at once that more streams move more.
 //! Durations count in base RTTs with floors in seconds, so a long path is
 //! given the round trips it needs (SETTLE 10, MEASURE 5, DRAIN 5, ASK 15,
 //! FREE 25).
@@ -962,7 +963,9 @@ impl Steer for Auto {
         self.delivered.note(elapsed, streams);
         let delivered = &self.delivered;
         self.delay.note(streams, |i| delivered.acked(i));
-        self.held.note(streams);
+        let told = &self.told;
+        self.held
+            .note(streams, |i| told.get(i).copied().flatten().is_some());
         let standing = self.delay.standing();
         let level = if standing {
             Queue::Standing

@@ -17,10 +17,11 @@
 //! - [`Spread`]: how much the group's rate varies from tick to tick, as a
 //!   coefficient of variation: how far below what it measures a cap must be
 //!   to stay clear of the path's own noise.
-//! - [`Held`]: how much of each tick the streams spent held by their own
-//!   buffers (the sending socket's, or the receiver's window) rather than by
-//!   their congestion windows, from the kernel's chronographs: streams so
-//!   held move what the hosts let them, not what the path would.
+//! - [`Held`]: how much of what the streams moved at a tick their own
+//!   buffers (the sending socket's, or the receiver's window) held rather
+//!   than their congestion windows, from the kernel's chronographs and from
+//!   windows the streams do not fill: streams so held move what the hosts
+//!   let them, not what the path would.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -307,46 +308,87 @@ impl Spread {
     }
 }
 
-/// More than half of the time with data in flight: the buffers, not the
-/// congestion windows, hold the streams more often than not.
+/// More than half of what the group moves: the buffers, not the congestion
+/// windows, hold the streams that carry most of it.
 const HELD: f64 = 0.5;
 
-/// The share of their busy time the streams spent held by their buffers,
-/// at each of the last two ticks.
+/// A window a stream keeps less than this share of in flight is not what
+/// holds it. One that fills its window keeps all of it in flight but the
+/// few packets an ACK has just freed (the kernel sends into the room at
+/// once, paced at 1.2 windows a round trip in congestion avoidance and 2 in
+/// slow start); Linux's slow start stops growing a window its stream does
+/// not fill to half (tcp_is_cwnd_limited), so a stream its send buffer held
+/// there keeps about half of it in flight, and one held later keeps the
+/// window it had when the buffer began to hold it, full or not. Three
+/// quarters sits between the two, as far from either.
+const WINDOW_USED: f64 = 0.75;
+
+/// How much of what the streams moved at each of the last two ticks the
+/// hosts held rather than the congestion windows: the sending socket's
+/// buffer, or the receiver's window.
+///
+/// Two readings of each stream. The kernel's chronographs count the time
+/// its buffer or the receiver's window held it, but a send buffer holds a
+/// stream only while the application waits for room, and the kernel wakes
+/// the application as soon as a third of the buffer is free: a stream that
+/// its buffer holds all the time is counted held for a part of it. So a
+/// stream that keeps less than `WINDOW_USED` of its window in flight is held
+/// by something else than its window, at this tick: not while the group's
+/// cap paces it (the cap holds it then), nor while it recovers from a loss
+/// (recovery sets what it sends). Each stream counts by what it moved at the
+/// tick: a stream that crawls back from a timeout is busy all the time and
+/// carries little, and more streams are worth opening when the ones that
+/// carry the group are held.
 #[derive(Clone, Debug, Default)]
 pub struct Held {
-    /// Per stream: its connection's (busy, held) chronographs at the last tick, µs.
-    last: Vec<(u64, u64)>,
-    /// The share at the last tick and the one before (None: no stream was busy).
+    /// Per stream: its connection's (busy, held) chronographs and bytes
+    /// acknowledged at the last tick (µs, µs, bytes).
+    last: Vec<(u64, u64, u64)>,
+    /// The share at the last tick and the one before (None: no stream moved).
     shares: [Option<f64>; 2],
 }
 
 impl Held {
-    pub fn note(&mut self, streams: &[StreamView]) {
-        let (mut busy, mut held) = (0u64, 0u64);
+    /// One tick's streams; `paced(i)`: stream `i` is capped by the group's pacing.
+    pub fn note(&mut self, streams: &[StreamView], paced: impl Fn(usize) -> bool) {
+        let (mut moved, mut held) = (0.0, 0.0);
         for s in streams {
             if self.last.len() <= s.stream {
-                self.last.resize(s.stream + 1, (0, 0));
+                self.last.resize(s.stream + 1, (0, 0, 0));
             }
             let Some(info) = &s.info else { continue };
-            let now = (info.busy_us, info.sndbuf_limited_us + info.rwnd_limited_us);
-            let (b0, h0) = self.last[s.stream];
-            // Chronographs that went back are a new connection's: all they say is new.
-            let (db, dh) = if now.0 >= b0 && now.1 >= h0 {
-                (now.0 - b0, now.1 - h0)
+            let now = (
+                info.busy_us,
+                info.sndbuf_limited_us + info.rwnd_limited_us,
+                info.bytes_acked,
+            );
+            let (b0, h0, a0) = self.last[s.stream];
+            // Counters that went back are a new connection's: all they say is new.
+            let (db, dh, da) = if now.0 >= b0 && now.1 >= h0 && now.2 >= a0 {
+                (now.0 - b0, now.1 - h0, now.2 - a0)
             } else {
                 now
             };
             self.last[s.stream] = now;
-            if s.wanted {
-                busy += db;
-                held += dh.min(db);
+            if !s.wanted || da == 0 {
+                continue;
             }
+            let open = info.ca_state == 0 && !paced(s.stream);
+            let window_unused = open
+                && info.cwnd > 0
+                && info.unacked > 0
+                && (info.unacked as f64) < WINDOW_USED * info.cwnd as f64;
+            let share = if window_unused {
+                1.0
+            } else if db > 0 {
+                dh.min(db) as f64 / db as f64
+            } else {
+                0.0
+            };
+            moved += da as f64;
+            held += da as f64 * share;
         }
-        self.shares = [
-            (busy > 0).then(|| held as f64 / busy as f64),
-            self.shares[0],
-        ];
+        self.shares = [(moved > 0.0).then(|| held / moved), self.shares[0]];
     }
 
     /// The share at the last tick.
@@ -354,9 +396,9 @@ impl Held {
         self.shares[0]
     }
 
-    /// Whether the buffers held the streams for more than half of their busy
-    /// time at the last tick and the one before (one tick may be a loss's
-    /// recovery, or a burst of the application's).
+    /// Whether the hosts held more than half of what the streams moved at
+    /// the last tick and the one before (one tick may be a loss's recovery,
+    /// or a burst of the application's).
     pub fn holds(&self) -> bool {
         self.shares.iter().all(|s| s.is_some_and(|x| x > HELD))
     }
@@ -597,9 +639,10 @@ mod tests {
         assert!(drift < 0.4 * noise, "{drift}");
     }
 
-    /// A stream whose chronographs read `busy` and `held` (by its send buffer) ms.
+    /// A stream whose chronographs read `busy` and `held` (by its send
+    /// buffer) ms, having moved a kB for each ms busy.
     fn chrono(stream: usize, busy: u64, held: u64) -> StreamView {
-        let mut v = view(stream, 10.0, 10.0, 0);
+        let mut v = view(stream, 10.0, 10.0, busy * 1000);
         let info = v.info.as_mut().unwrap();
         info.busy_us = busy * 1000;
         info.sndbuf_limited_us = held * 1000;
@@ -609,29 +652,98 @@ mod tests {
     #[test]
     fn streams_are_held_by_their_buffers_more_than_half_of_two_ticks_running() {
         let mut h = Held::default();
-        h.note(&[chrono(0, 0, 0), chrono(1, 0, 0)]);
-        assert_eq!(h.share(), None, "nothing busy yet");
-        // 100 ms busy each; one held 90 ms, the other 30: 60 % of the group's time.
-        h.note(&[chrono(0, 100, 90), chrono(1, 100, 30)]);
+        let unpaced = |_| false;
+        h.note(&[chrono(0, 0, 0), chrono(1, 0, 0)], unpaced);
+        assert_eq!(h.share(), None, "nothing moved yet");
+        // 100 ms busy each; one held 90 ms, the other 30: 60 % of what the group moved.
+        h.note(&[chrono(0, 100, 90), chrono(1, 100, 30)], unpaced);
         assert!((h.share().unwrap() - 0.6).abs() < 1e-9);
         assert!(!h.holds(), "one tick only");
-        h.note(&[chrono(0, 200, 180), chrono(1, 200, 60)]);
+        h.note(&[chrono(0, 200, 180), chrono(1, 200, 60)], unpaced);
         assert!(h.holds());
         // Held half the time is not more often than not.
-        h.note(&[chrono(0, 300, 280), chrono(1, 300, 60)]);
+        h.note(&[chrono(0, 300, 280), chrono(1, 300, 60)], unpaced);
         assert_eq!(h.share(), Some(0.5));
         assert!(!h.holds());
         // The receiver's window holds a stream too.
         let mut v = chrono(0, 400, 310);
         v.info.as_mut().unwrap().rwnd_limited_us = 70_000;
-        h.note(&[v, chrono(1, 400, 130)]);
+        h.note(&[v, chrono(1, 400, 130)], unpaced);
         assert!((h.share().unwrap() - 0.85).abs() < 1e-9);
         // A new connection's chronographs start from zero; a stream the group
         // does not want is not counted.
         let mut quiet = chrono(1, 500, 230);
         quiet.wanted = false;
-        h.note(&[chrono(0, 50, 45), quiet]);
+        h.note(&[chrono(0, 50, 45), quiet], unpaced);
         assert!((h.share().unwrap() - 0.9).abs() < 1e-9);
         assert!(h.holds());
+    }
+
+    /// A stream that moved `kb` kB at this tick (of `total` so far) with
+    /// `unacked` of its `cwnd` packets in flight, its chronographs counting
+    /// nothing held.
+    fn windowed(stream: usize, total_kb: u64, unacked: u32, cwnd: u32) -> StreamView {
+        let mut v = view(stream, 10.0, 10.0, total_kb * 1000);
+        let info = v.info.as_mut().unwrap();
+        info.busy_us = total_kb * 1000;
+        info.unacked = unacked;
+        info.cwnd = cwnd;
+        v
+    }
+
+    #[test]
+    fn a_stream_that_leaves_a_quarter_of_its_window_unused_is_held_by_something_else() {
+        let mut h = Held::default();
+        let unpaced = |_| false;
+        // Slow start stopped at twice what the send buffer lets it keep in flight.
+        h.note(
+            &[windowed(0, 100, 2900, 5800), windowed(1, 100, 2900, 5800)],
+            unpaced,
+        );
+        h.note(
+            &[windowed(0, 200, 2900, 5800), windowed(1, 200, 2900, 5800)],
+            unpaced,
+        );
+        assert_eq!(h.share(), Some(1.0));
+        assert!(h.holds());
+        // Windows in use (all but the packets an ACK just freed) hold them.
+        h.note(
+            &[windowed(0, 300, 5700, 5800), windowed(1, 300, 5790, 5800)],
+            unpaced,
+        );
+        assert_eq!(h.share(), Some(0.0));
+        // Paced by the group's cap: the cap holds it, whatever its window.
+        h.note(
+            &[windowed(0, 400, 2900, 5800), windowed(1, 400, 2900, 5800)],
+            |_| true,
+        );
+        assert_eq!(h.share(), Some(0.0));
+        // In recovery the window is recovery's to set.
+        let mut r = windowed(0, 500, 100, 5800);
+        r.info.as_mut().unwrap().ca_state = 3;
+        h.note(&[r, windowed(1, 500, 5800, 5800)], unpaced);
+        assert_eq!(h.share(), Some(0.0));
+    }
+
+    #[test]
+    fn streams_count_by_what_they_moved() {
+        let mut h = Held::default();
+        let unpaced = |_| false;
+        h.note(&[chrono(0, 0, 0), windowed(1, 0, 51, 51)], unpaced);
+        // One stream held by its buffer all the tick moves 900 kB; one that
+        // crawls back from a timeout, its small window full, moves 100.
+        let mut carrier = chrono(0, 1000, 1000);
+        carrier.info.as_mut().unwrap().bytes_acked = 900_000;
+        let mut crawler = windowed(1, 0, 51, 51);
+        let c = crawler.info.as_mut().unwrap();
+        c.busy_us = 1_000_000;
+        c.bytes_acked = 100_000;
+        h.note(&[carrier, crawler], unpaced);
+        assert!((h.share().unwrap() - 0.9).abs() < 1e-9);
+        // A stream that moved nothing at the tick says nothing of it.
+        let mut still = chrono(0, 2000, 2000);
+        still.info.as_mut().unwrap().bytes_acked = 900_000;
+        h.note(&[still, windowed(1, 200, 51, 51)], unpaced);
+        assert_eq!(h.share(), Some(0.0));
     }
 }
