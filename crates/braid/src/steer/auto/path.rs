@@ -679,9 +679,9 @@ mod tests {
         assert!(h.holds());
     }
 
-    /// A stream that moved `kb` kB at this tick (of `total` so far) with
-    /// `unacked` of its `cwnd` packets in flight, its chronographs counting
-    /// nothing held.
+    /// A stream that has moved `total_kb` kB so far (and been busy as many
+    /// ms) with `unacked` of its `cwnd` packets in flight, its chronographs
+    /// counting nothing held.
     fn windowed(stream: usize, total_kb: u64, unacked: u32, cwnd: u32) -> StreamView {
         let mut v = view(stream, 10.0, 10.0, total_kb * 1000);
         let info = v.info.as_mut().unwrap();
