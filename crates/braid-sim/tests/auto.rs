@@ -68,36 +68,52 @@ fn auto_is_one_ordinary_flow_beside_reno_flows() {
 
 #[test]
 fn auto_steps_aside_when_cubic_flows_arrive_and_takes_the_path_back_when_they_leave() {
-    let link = "rate 200mbit limit 1000 loss random 0.001% seed 3";
-    let others: Vec<Flow> = many(4, Flow::cubic())
-        .into_iter()
-        .map(|f| Flow {
-            start_ns: f.start_ns + 60 * S,
-            stop_ns: 120 * S,
-            ..f
-        })
-        .collect();
-    let t = autos(link, 60.0, 1, &[], &others, 10, 180);
-    let rates = per_second(&t.moved[0]);
-    let (alone, beside, after) = (
-        mean_between(&rates, 30.0, 60.0),
-        mean_between(&rates, 90.0, 120.0),
-        mean_between(&rates, 150.0, 180.0),
-    );
-    let leave = settle_s(&rates, 120.0, 180.0);
-    eprintln!(
-        "measured: 4 CUBIC arrive and leave: alone {alone:.1}, beside {beside:.1}, after {after:.1} Mb/s; \
-         settled {:.1} s after they came and {leave:.1} s after they left",
-        settle_s(&rates, 60.0, 120.0)
-    );
+    // What one flow keeps beside four CUBIC flows that arrived together
+    // depends on which of them the random losses meet first: one draw of the
+    // losses ranges over a fifth of an equal share either way. Five draws,
+    // their median held to the band; leaving and coming back, each of them.
+    let mut besides = Vec::new();
+    for seed in 1..=5 {
+        let link = format!("rate 200mbit limit 1000 loss random 0.001% seed {seed}");
+        let others: Vec<Flow> = many(4, Flow::cubic())
+            .into_iter()
+            .map(|f| Flow {
+                start_ns: f.start_ns + 60 * S,
+                stop_ns: 120 * S,
+                ..f
+            })
+            .collect();
+        let t = autos(&link, 60.0, 1, &[], &others, 10, 180);
+        let rates = per_second(&t.moved[0]);
+        let (alone, beside, after) = (
+            mean_between(&rates, 30.0, 60.0),
+            mean_between(&rates, 90.0, 120.0),
+            mean_between(&rates, 150.0, 180.0),
+        );
+        let leave = settle_s(&rates, 120.0, 180.0);
+        eprintln!(
+            "measured: losses {seed}, 4 CUBIC arrive and leave: alone {alone:.1}, beside {beside:.1}, \
+             after {after:.1} Mb/s; settled {:.1} s after they came and {leave:.1} s after they left",
+            settle_s(&rates, 60.0, 120.0)
+        );
+        assert!(
+            after > 0.9 * alone,
+            "losses {seed}: {after:.1} after, {alone:.1} before"
+        );
+        // Back within the free time (25 RTTs, 5 s at least) and a measurement's growth.
+        assert!(
+            leave <= 15.0,
+            "losses {seed}: settled {leave:.1} s after they left"
+        );
+        besides.push(beside);
+    }
+    besides.sort_by(f64::total_cmp);
+    let median = besides[besides.len() / 2];
     let equal = equal_share(200.0, 5);
     assert!(
-        beside < 1.4 * equal && beside > 0.5 * equal,
-        "{beside:.1} beside them, equal share {equal:.1}"
+        median < 1.4 * equal && median > 0.5 * equal,
+        "{median:.1} beside them (median of {besides:?}), equal share {equal:.1}"
     );
-    assert!(after > 0.9 * alone, "{after:.1} after, {alone:.1} before");
-    // Back within the free time (25 RTTs, 5 s at least) and a measurement's growth.
-    assert!(leave <= 15.0, "settled {leave:.1} s after they left");
 }
 
 #[test]

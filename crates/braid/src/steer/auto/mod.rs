@@ -52,8 +52,8 @@
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else (the room untaken: the least queue of its second half is the path's floor from now), from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
 //! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue; one more stiff finding, k, where the group moved less than µ) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moves less than µ or µ is not known (someone came, or the path gives less) | `Ask`; but after asks that found a stiff source (k running, µ told), only one such rise in 2^k (at most 8): the others are the source's rise, and the cap follows it down as far below what the group moves as drains the queue in a DRAIN | `Ask`, or `Full` capped below |
-//! | | | ... and the group moves µ: the queue is its own | `Full`, capped a margin below what it moves |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moved less than µ over it or µ is not known (someone came, or the path gives less) | `Ask`; but after asks that found a stiff source (k running, µ told), only one such rise in 2^k (at most 8): the others are the source's rise, and the cap follows it down as far below what the group moves as drains the queue in a DRAIN | `Ask`, or `Full` capped below |
+//! | | | ... and the group moved µ over it: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue at two ticks running for FREE (twice as long for each time running the same knee was measured, to 8 FREEs), the group short of µ: the path is not full, whatever one doubling measured | `Grow`, doubled |
@@ -543,9 +543,12 @@ impl Auto {
                 // cap's step down would have let it go.
                 if self.stood_through(now.saturating_sub(t.drain)) && now >= since + t.drain {
                     // Someone came, or the path gives less: what the group moves since
-                    // the queue rose is what the path gives it now.
-                    let recent = self.clean_rate(3 * t.tick);
-                    let Some(r) = recent.or(rate).or(self.cap).or(self.capacity) else {
+                    // the queue rose is what the path gives it now. Over all the DRAIN
+                    // the queue stood through: the bottleneck was busy all of it, so a
+                    // group alone moved µ over it, where three ticks of it may read a
+                    // tick's bunched or late acknowledgements, more than µ's error.
+                    let since_rose = self.clean_rate(t.drain);
+                    let Some(r) = since_rose.or(rate).or(self.cap).or(self.capacity) else {
                         return self.phase;
                     };
                     self.capacity = Some(r);
@@ -964,8 +967,11 @@ impl Steer for Auto {
         let delivered = &self.delivered;
         self.delay.note(streams, |i| delivered.acked(i));
         let told = &self.told;
-        self.held
-            .note(streams, |i| told.get(i).copied().flatten().is_some());
+        self.held.note(
+            streams,
+            |i| delivered.moved(i),
+            |i| told.get(i).copied().flatten().is_some(),
+        );
         let standing = self.delay.standing();
         let level = if standing {
             Queue::Standing

@@ -212,7 +212,13 @@ impl Delivered {
 
     /// Whether stream `i` had anything acknowledged over the last tick.
     pub fn acked(&self, i: usize) -> bool {
-        self.moved.get(i).is_some_and(|m| m.is_some())
+        self.moved(i).is_some()
+    }
+
+    /// What stream `i` had acknowledged over the last tick, bytes (None:
+    /// nothing).
+    pub fn moved(&self, i: usize) -> Option<u64> {
+        self.moved.get(i).copied().flatten()
     }
 
     /// What each of the first `n` streams moved over the last tick, bytes a
@@ -225,7 +231,7 @@ impl Delivered {
         };
         (0..n)
             .map(|i| {
-                let b = self.moved.get(i).copied().flatten()?;
+                let b = self.moved(i)?;
                 (secs > 0.0).then(|| b as f64 / secs)
             })
             .collect()
@@ -341,38 +347,41 @@ const WINDOW_USED: f64 = 0.75;
 /// carry the group are held.
 #[derive(Clone, Debug, Default)]
 pub struct Held {
-    /// Per stream: its connection's (busy, held) chronographs and bytes
-    /// acknowledged at the last tick (µs, µs, bytes).
-    last: Vec<(u64, u64, u64)>,
+    /// Per stream: its connection's (busy, held) chronographs at the last
+    /// tick (µs).
+    last: Vec<(u64, u64)>,
     /// The share at the last tick and the one before (None: no stream moved).
     shares: [Option<f64>; 2],
 }
 
 impl Held {
-    /// One tick's streams; `paced(i)`: stream `i` is capped by the group's pacing.
-    pub fn note(&mut self, streams: &[StreamView], paced: impl Fn(usize) -> bool) {
+    /// One tick's streams; `moved_by(i)`: the bytes stream `i` had acknowledged
+    /// over the tick (as [`Delivered::moved`] says); `paced(i)`: stream `i`
+    /// is capped by the group's pacing.
+    pub fn note(
+        &mut self,
+        streams: &[StreamView],
+        moved_by: impl Fn(usize) -> Option<u64>,
+        paced: impl Fn(usize) -> bool,
+    ) {
         let (mut moved, mut held) = (0.0, 0.0);
         for s in streams {
             if self.last.len() <= s.stream {
-                self.last.resize(s.stream + 1, (0, 0, 0));
+                self.last.resize(s.stream + 1, (0, 0));
             }
             let Some(info) = &s.info else { continue };
-            let now = (
-                info.busy_us,
-                info.sndbuf_limited_us + info.rwnd_limited_us,
-                info.bytes_acked,
-            );
-            let (b0, h0, a0) = self.last[s.stream];
-            // Counters that went back are a new connection's: all they say is new.
-            let (db, dh, da) = if now.0 >= b0 && now.1 >= h0 && now.2 >= a0 {
-                (now.0 - b0, now.1 - h0, now.2 - a0)
+            let now = (info.busy_us, info.sndbuf_limited_us + info.rwnd_limited_us);
+            let (b0, h0) = self.last[s.stream];
+            // Chronographs that went back are a new connection's: all they say is new.
+            let (db, dh) = if now.0 >= b0 && now.1 >= h0 {
+                (now.0 - b0, now.1 - h0)
             } else {
                 now
             };
             self.last[s.stream] = now;
-            if !s.wanted || da == 0 {
+            let Some(da) = moved_by(s.stream).filter(|_| s.wanted) else {
                 continue;
-            }
+            };
             let open = info.ca_state == 0 && !paced(s.stream);
             let window_unused = open
                 && info.cwnd > 0
@@ -649,32 +658,59 @@ mod tests {
         v
     }
 
+    /// One tick of `h`, each stream's bytes taken from a [`Delivered`] as the
+    /// controller takes them.
+    fn tick(
+        h: &mut Held,
+        d: &mut Delivered,
+        streams: &[StreamView],
+        paced: impl Fn(usize) -> bool,
+    ) {
+        d.note(Duration::ZERO, streams);
+        h.note(streams, |i| d.moved(i), paced);
+    }
+
     #[test]
     fn streams_are_held_by_their_buffers_more_than_half_of_two_ticks_running() {
-        let mut h = Held::default();
+        let (mut h, mut d) = (Held::default(), Delivered::default());
         let unpaced = |_| false;
-        h.note(&[chrono(0, 0, 0), chrono(1, 0, 0)], unpaced);
+        tick(&mut h, &mut d, &[chrono(0, 0, 0), chrono(1, 0, 0)], unpaced);
         assert_eq!(h.share(), None, "nothing moved yet");
         // 100 ms busy each; one held 90 ms, the other 30: 60 % of what the group moved.
-        h.note(&[chrono(0, 100, 90), chrono(1, 100, 30)], unpaced);
+        tick(
+            &mut h,
+            &mut d,
+            &[chrono(0, 100, 90), chrono(1, 100, 30)],
+            unpaced,
+        );
         assert!((h.share().unwrap() - 0.6).abs() < 1e-9);
         assert!(!h.holds(), "one tick only");
-        h.note(&[chrono(0, 200, 180), chrono(1, 200, 60)], unpaced);
+        tick(
+            &mut h,
+            &mut d,
+            &[chrono(0, 200, 180), chrono(1, 200, 60)],
+            unpaced,
+        );
         assert!(h.holds());
         // Held half the time is not more often than not.
-        h.note(&[chrono(0, 300, 280), chrono(1, 300, 60)], unpaced);
+        tick(
+            &mut h,
+            &mut d,
+            &[chrono(0, 300, 280), chrono(1, 300, 60)],
+            unpaced,
+        );
         assert_eq!(h.share(), Some(0.5));
         assert!(!h.holds());
         // The receiver's window holds a stream too.
         let mut v = chrono(0, 400, 310);
         v.info.as_mut().unwrap().rwnd_limited_us = 70_000;
-        h.note(&[v, chrono(1, 400, 130)], unpaced);
+        tick(&mut h, &mut d, &[v, chrono(1, 400, 130)], unpaced);
         assert!((h.share().unwrap() - 0.85).abs() < 1e-9);
         // A new connection's chronographs start from zero; a stream the group
         // does not want is not counted.
         let mut quiet = chrono(1, 500, 230);
         quiet.wanted = false;
-        h.note(&[chrono(0, 50, 45), quiet], unpaced);
+        tick(&mut h, &mut d, &[chrono(0, 50, 45), quiet], unpaced);
         assert!((h.share().unwrap() - 0.9).abs() < 1e-9);
         assert!(h.holds());
     }
@@ -693,27 +729,35 @@ mod tests {
 
     #[test]
     fn a_stream_that_leaves_a_quarter_of_its_window_unused_is_held_by_something_else() {
-        let mut h = Held::default();
+        let (mut h, mut d) = (Held::default(), Delivered::default());
         let unpaced = |_| false;
         // Slow start stopped at twice what the send buffer lets it keep in flight.
-        h.note(
+        tick(
+            &mut h,
+            &mut d,
             &[windowed(0, 100, 2900, 5800), windowed(1, 100, 2900, 5800)],
             unpaced,
         );
-        h.note(
+        tick(
+            &mut h,
+            &mut d,
             &[windowed(0, 200, 2900, 5800), windowed(1, 200, 2900, 5800)],
             unpaced,
         );
         assert_eq!(h.share(), Some(1.0));
         assert!(h.holds());
         // Windows in use (all but the packets an ACK just freed) hold them.
-        h.note(
+        tick(
+            &mut h,
+            &mut d,
             &[windowed(0, 300, 5700, 5800), windowed(1, 300, 5790, 5800)],
             unpaced,
         );
         assert_eq!(h.share(), Some(0.0));
         // Paced by the group's cap: the cap holds it, whatever its window.
-        h.note(
+        tick(
+            &mut h,
+            &mut d,
             &[windowed(0, 400, 2900, 5800), windowed(1, 400, 2900, 5800)],
             |_| true,
         );
@@ -721,15 +765,20 @@ mod tests {
         // In recovery the window is recovery's to set.
         let mut r = windowed(0, 500, 100, 5800);
         r.info.as_mut().unwrap().ca_state = 3;
-        h.note(&[r, windowed(1, 500, 5800, 5800)], unpaced);
+        tick(&mut h, &mut d, &[r, windowed(1, 500, 5800, 5800)], unpaced);
         assert_eq!(h.share(), Some(0.0));
     }
 
     #[test]
     fn streams_count_by_what_they_moved() {
-        let mut h = Held::default();
+        let (mut h, mut d) = (Held::default(), Delivered::default());
         let unpaced = |_| false;
-        h.note(&[chrono(0, 0, 0), windowed(1, 0, 51, 51)], unpaced);
+        tick(
+            &mut h,
+            &mut d,
+            &[chrono(0, 0, 0), windowed(1, 0, 51, 51)],
+            unpaced,
+        );
         // One stream held by its buffer all the tick moves 900 kB; one that
         // crawls back from a timeout, its small window full, moves 100.
         let mut carrier = chrono(0, 1000, 1000);
@@ -738,12 +787,12 @@ mod tests {
         let c = crawler.info.as_mut().unwrap();
         c.busy_us = 1_000_000;
         c.bytes_acked = 100_000;
-        h.note(&[carrier, crawler], unpaced);
+        tick(&mut h, &mut d, &[carrier, crawler], unpaced);
         assert!((h.share().unwrap() - 0.9).abs() < 1e-9);
         // A stream that moved nothing at the tick says nothing of it.
         let mut still = chrono(0, 2000, 2000);
         still.info.as_mut().unwrap().bytes_acked = 900_000;
-        h.note(&[still, windowed(1, 200, 51, 51)], unpaced);
+        tick(&mut h, &mut d, &[still, windowed(1, 200, 51, 51)], unpaced);
         assert_eq!(h.share(), Some(0.0));
     }
 }

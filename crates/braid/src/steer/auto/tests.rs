@@ -840,6 +840,25 @@ fn told_the_bottleneck_a_queue_under_the_group_alone_is_drained_without_an_ask()
 }
 
 #[test]
+fn told_the_bottleneck_a_group_alone_whose_rate_swings_below_it_for_a_few_ticks_asks_nobody() {
+    // Streams that fill the path alone keep its queue standing; what they are
+    // acknowledged swings a tenth above and below the bottleneck's rate three
+    // ticks at a time (bunched and late ACKs). Over the DRAIN the queue stood
+    // through they moved all of µ: the queue is theirs, whatever its last
+    // three ticks read.
+    let mut a = full_from_the_start(100.0 * MB, None);
+    let mut p = Path::new(100.0 * MB, f64::INFINITY, 40.0);
+    p.wobble = 0.1;
+    // Swinging so that the first DRAIN's last three ticks are all below µ's error.
+    p.ticks = 2;
+    let mut phases = Vec::new();
+    run(&mut a, &mut p, secs(20), |_, _, phase| {
+        phases.push(phase.name())
+    });
+    assert!(!phases.contains(&"ask"), "{phases:?}");
+}
+
+#[test]
 fn told_the_bottleneck_the_cap_climbs_no_higher_than_it_sends() {
     // The hosts hold the group at 90 % of the path, so no queue answers the
     // climb: the cap stops at the bottleneck's rate (within its error), where
