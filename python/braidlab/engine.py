@@ -134,5 +134,17 @@ class Report:
         return [r for r in records.load(path.read_text()) if isinstance(r, records.Summary)]
 
     @property
+    def phases(self) -> list[list]:
+        """Auto's phase and streams each time either changed, [t, phase, streams]: what a cell
+        keeps of its steering, so that where a cell failed can be read from the run."""
+        out: list[list] = []
+        for s in self.steering:
+            if s.phase is None:
+                continue
+            if not out or (out[-1][1], out[-1][2]) != (s.phase, s.streams):
+                out.append([s.t, s.phase, s.streams])
+        return out
+
+    @property
     def controls(self) -> list[str]:
         return [s.cc for s in self.summary.streams]

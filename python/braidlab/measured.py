@@ -130,8 +130,12 @@ class MeasuredCell:
     # Long flows beside the method, for the equal share (the scenario's TCP flows and a second
     # braid); None from cells of runs before it was kept.
     long_flows: int | None = None
-    # A second braid beside the method (a scenario's `braid`): its mode and Mb/s over the window.
+    # A second braid beside the method (a scenario's `braid`): its mode, Mb/s over the window, and
+    # (from runs since they were kept) its phases as `steer` keeps the method's.
     cross_braid: dict[str, Any] | None = None
+    # Auto's phase and streams each time either changed, [t, phase, streams] in the bench's clock;
+    # None for other modes, and from runs before they were kept.
+    steer: list[list[Any]] | None = None
     # The path's bottleneck, Mb/s of payload, as the receiving end's arrivals showed it and the
     # sender last heard (path::dispersion); None from builds before it, or before it was seen.
     bottleneck_mbps: float | None = None

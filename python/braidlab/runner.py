@@ -332,6 +332,8 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         out["at_omit"] = at_omit(report.intervals, omit)
     if s.windows_repaired is not None:
         out["windows_repaired"] = s.windows_repaired
+    if report.phases:
+        out["steer"] = report.phases
     if s.bottleneck_mbps is not None:
         # The receiving end's view of the bottleneck (its arrivals' dispersion), as the sender heard it.
         out["bottleneck_mbps"] = s.bottleneck_mbps
@@ -350,7 +352,8 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         other = engine.Report.parse(outs["braid"])
         if other.summary is None:
             raise RunError(f"{cell.id}: the second braid printed no summary")
-        out["cross_braid"] = {"mbps": _window_mbps(other.intervals, *window), "mode": sc.braid["mode"]}
+        out["cross_braid"] = {"mbps": _window_mbps(other.intervals, *window), "mode": sc.braid["mode"],
+                              "phases": other.phases}
     if during:
         # In the bench's clock, which starts with the method (warmup after t0).
         out["changes"] = [round(arrive - warmup, 3), round(leave - warmup, 3)]

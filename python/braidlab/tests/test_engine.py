@@ -46,3 +46,12 @@ def test_report_keeps_stream_events_apart():
     assert [e.event for e in r.events] == ["stream_lost", "stream_redialled"]
     assert [s.strength for s in r.steering] == [3.25]
     assert len(r.intervals) == 1 and r.summary is not None
+
+
+def test_report_keeps_autos_phases_where_they_or_the_streams_change():
+    steer = _vector("steer")
+    at = lambda t, phase, streams: json.dumps({**steer, "t": t, "phase": phase, "streams": streams})
+    text = "\n".join([at(0.1, "start", 2), at(0.2, "start", 2), at(1.0, "grow", 2), at(1.4, "grow", 4),
+                      json.dumps({**steer, "t": 2.0, "phase": None}), at(4.4, "full", 4), at(4.5, "full", 4)])
+    assert Report.parse(text).phases == [[0.1, "start", 2], [1.0, "grow", 2], [1.4, "grow", 4],
+                                         [4.4, "full", 4]]
