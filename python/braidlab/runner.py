@@ -332,8 +332,9 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         out["at_omit"] = at_omit(report.intervals, omit)
     if s.windows_repaired is not None:
         out["windows_repaired"] = s.windows_repaired
-    if report.phases:
-        out["steer"] = report.phases
+    phases = report.phases
+    if phases:
+        out["steer"] = phases
     if s.bottleneck_mbps is not None:
         # The receiving end's view of the bottleneck (its arrivals' dispersion), as the sender heard it.
         out["bottleneck_mbps"] = s.bottleneck_mbps

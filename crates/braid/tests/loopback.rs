@@ -824,10 +824,12 @@ fn a_receiver_claiming_too_many_ranges_is_refused() {
 /// Each tick's time and what the steer saw of every stream.
 type Ticks = Arc<Mutex<Vec<(Duration, Vec<StreamView>)>>>;
 
-/// Records what it saw on each tick, and asks what its script says.
+/// Records what it saw on each tick (and at each look between ticks, if it
+/// asks for them), and asks what its script says.
 struct Recorder {
     script: Script,
     seen: Ticks,
+    looks: Option<(Duration, Ticks)>,
 }
 
 impl Steer for Recorder {
@@ -839,6 +841,39 @@ impl Steer for Recorder {
         self.seen.lock().unwrap().push((elapsed, streams.to_vec()));
         self.script.tick(elapsed, streams)
     }
+
+    fn sample_interval(&self) -> Option<Duration> {
+        self.looks.as_ref().map(|(every, _)| *every)
+    }
+
+    fn sample(&mut self, elapsed: Duration, streams: &[StreamView]) {
+        if let Some((_, looked)) = &self.looks {
+            looked.lock().unwrap().push((elapsed, streams.to_vec()));
+        }
+    }
+}
+
+/// A steer that asks for looks between its ticks is given them, seeing the
+/// live streams, several to a tick.
+fn assert_looked_between_ticks(ticks: &Ticks, looks: &Ticks, every: Duration, tick: Duration) {
+    let (ticks, looks) = (ticks.lock().unwrap(), looks.lock().unwrap());
+    let per_tick = (tick.as_secs_f64() / every.as_secs_f64()) as usize;
+    assert!(
+        looks.len() >= 2 * ticks.len() && per_tick >= 4,
+        "{} looks over {} ticks",
+        looks.len(),
+        ticks.len()
+    );
+    assert!(
+        looks.windows(2).all(|w| w[0].0 <= w[1].0),
+        "looks go forward in time"
+    );
+    assert!(
+        looks
+            .iter()
+            .any(|(_, v)| v.iter().any(|s| s.info.is_some())),
+        "a look saw a live stream's TCP_INFO"
+    );
 }
 
 #[test]
@@ -853,6 +888,7 @@ fn streams_join_and_leave_a_running_send_and_a_live_socket_changes_its_control()
         settings: Default::default(),
     };
     let seen: Ticks = Arc::default();
+    let looked: Ticks = Arc::default();
     let steer = Recorder {
         script: Script::new(
             vec![
@@ -863,6 +899,7 @@ fn streams_join_and_leave_a_running_send_and_a_live_socket_changes_its_control()
             ms(50),
         ),
         seen: Arc::clone(&seen),
+        looks: Some((ms(10), Arc::clone(&looked))),
     };
     let mut cfg = config(&addr, params(Kind::Send, 2), TOKEN);
     // Paced so that the session outlives the script: 24 MiB at 160 Mb/s is 1.3 s.
@@ -870,6 +907,7 @@ fn streams_join_and_leave_a_running_send_and_a_live_socket_changes_its_control()
     cfg.steer = Some(Arc::new(Mutex::new(steer)));
     let s = client::send(&cfg, std::slice::from_ref(&file), "").unwrap();
     assert_eq!(b3(&file), b3(&dst.path().join("steered.bin")));
+    assert_looked_between_ticks(&seen, &looked, ms(10), ms(50));
     assert_eq!(s.streams.len(), 4, "two streams joined: {:?}", s.streams);
     for st in &s.streams {
         assert_eq!(st.connections, 1, "no stream was lost or redialled: {st:?}");
@@ -915,9 +953,11 @@ fn a_bench_stream_that_leaves_lets_its_connection_go_and_both_ends_agree() {
     let addr = serve(d.path());
     let ms = Duration::from_millis;
     let seen: Ticks = Arc::default();
+    let looked: Ticks = Arc::default();
     let steer = Recorder {
         script: Script::new(vec![(ms(300), Steering::Streams(1))], ms(50)),
         seen: Arc::clone(&seen),
+        looks: Some((ms(10), Arc::clone(&looked))),
     };
     let mut p = params(Kind::Bench, 3);
     p.duration_ms = 1500;
@@ -926,6 +966,7 @@ fn a_bench_stream_that_leaves_lets_its_connection_go_and_both_ends_agree() {
     cfg.steer = Some(Arc::new(Mutex::new(steer)));
     let s = client::bench(&cfg).unwrap();
     assert_eq!(s.peer_bytes, Some(s.bytes), "{s:?}");
+    assert_looked_between_ticks(&seen, &looked, ms(10), ms(50));
     let seen = seen.lock().unwrap();
     let end = &seen.last().expect("the steer was asked").1;
     assert!(end[0].info.is_some(), "stream 0 carries on: {end:?}");

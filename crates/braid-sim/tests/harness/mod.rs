@@ -167,6 +167,8 @@ pub fn autos(
     let flows = beside(flows, others);
     let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, 1, true)).collect();
     let mut due: Vec<u64> = (0..sessions).map(start).collect();
+    // Each session's next look between its ticks (`Steer::sample`).
+    let mut look: Vec<u64> = (0..sessions).map(start).collect();
     let mut moved: Vec<Vec<(f64, u64)>> = vec![Vec::new(); sessions];
     let mut phases: Vec<Vec<(&'static str, f64)>> = vec![Vec::new(); sessions];
     // Each session's phase since its last tick, and when that tick was.
@@ -192,10 +194,17 @@ pub fn autos(
         let t = now as f64 / 1e9;
         let mut asked = Vec::new();
         for k in 0..sessions {
+            let mine = &views[k * MOST..(k + 1) * MOST];
+            if now >= look[k] && now >= start(k) {
+                let a = &mut autos[k];
+                a.sample(Duration::from_nanos(now - start(k)), &stream_views(mine));
+                look[k] = now
+                    + a.sample_interval()
+                        .map_or(u64::MAX / 2, |d| d.as_nanos() as u64);
+            }
             if now < due[k] {
                 continue;
             }
-            let mine = &views[k * MOST..(k + 1) * MOST];
             moved[k].push((t, mine.iter().map(|v| v.delivered).sum()));
             let a = &mut autos[k];
             // The phase since the last tick, counted over the measured time.
@@ -287,6 +296,7 @@ pub fn autos(
         }
         let next = due
             .iter()
+            .chain(&look)
             .map(|d| d.saturating_sub(now))
             .min()
             .unwrap_or(u64::MAX);

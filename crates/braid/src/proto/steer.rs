@@ -72,6 +72,14 @@ pub trait Steer: Send {
     /// bytes a second (`path::dispersion`), before a tick; a steer that
     /// does not use it ignores it.
     fn bottleneck(&mut self, _bytes_per_sec: f64) {}
+    /// How often [`Steer::sample`] is called between ticks (None: never).
+    fn sample_interval(&self) -> Option<Duration> {
+        None
+    }
+    /// A look at the streams between ticks, for what changes faster than a
+    /// tick: a queue that fills and drains within one shows in no single
+    /// reading of it. It asks nothing; the next tick does.
+    fn sample(&mut self, _elapsed: Duration, _streams: &[StreamView]) {}
 }
 
 /// A fixed list of steerings at given times; for tests and experiments that

@@ -567,6 +567,11 @@ pub fn drive_sender(
     let finisher = send::spawn_finisher(sources.to_vec(), Arc::clone(shared), events_tx);
     let start = Instant::now();
     let mut tick = hooks.steer.as_ref().map(|h| start + h.steer.interval());
+    let mut sample_at = hooks
+        .steer
+        .as_ref()
+        .and_then(|h| h.steer.sample_interval())
+        .map(|d| start + d);
     let mut close_by = None::<Instant>;
     let fail = |w: &mut FrameWriter, e: Error| -> Result<u64> {
         w.send_error(&e);
@@ -601,7 +606,7 @@ pub fn drive_sender(
                 Action::Fail(e) => return fail(&mut w, e),
             }
         }
-        let until = [tick, close_by, Some(w.keepalive_at())]
+        let until = [tick, sample_at, close_by, Some(w.keepalive_at())]
             .into_iter()
             .flatten()
             .min();
@@ -661,6 +666,13 @@ pub fn drive_sender(
                 steer(h, shared, now - start, notes)?;
             }
         }
+        if let (Some(t), Some(h)) = (sample_at, hooks.steer.as_mut()) {
+            if now >= t {
+                let views = steer_views(shared);
+                h.steer.sample(now - start, &views);
+                sample_at = h.steer.sample_interval().map(|d| now + d);
+            }
+        }
     }
 }
 
@@ -669,8 +681,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// One tick of a steer: it sees every stream, and what it asks is done.
 fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes) -> Result<()> {
-    let wanted = shared.with_core(|c| (0..c.streams()).map(|i| c.is_wanted(i)).collect::<Vec<_>>());
-    let views = views(&shared.tel, |i| wanted.get(i).copied().unwrap_or(false));
+    let views = steer_views(shared);
     if let Some(b) = shared.tel.bottleneck() {
         h.steer.bottleneck(b as f64);
     }
@@ -690,6 +701,12 @@ fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes
         report_steer(&*h.steer, elapsed, streams, notes);
     }
     Ok(())
+}
+
+/// Every stream of a session as its steer sees it now.
+fn steer_views(shared: &SendShared) -> Vec<StreamView> {
+    let wanted = shared.with_core(|c| (0..c.streams()).map(|i| c.is_wanted(i)).collect::<Vec<_>>());
+    views(&shared.tel, |i| wanted.get(i).copied().unwrap_or(false))
 }
 
 /// The steer's phase, as its record names it: a new one goes on the record
@@ -743,7 +760,24 @@ fn views(tel: &Telemetry, wanted: impl Fn(usize) -> bool) -> Vec<StreamView> {
 /// (or its sender is dropped).
 pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer, notes: Notes) {
     let start = Instant::now();
-    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(steer.interval()) {
+    let mut tick_at = start + steer.interval();
+    let mut sample_at = steer.sample_interval().map(|d| start + d);
+    loop {
+        let due = sample_at.map_or(tick_at, |s| s.min(tick_at));
+        if let Ok(()) | Err(RecvTimeoutError::Disconnected) =
+            stop.recv_timeout(due.saturating_duration_since(Instant::now()))
+        {
+            return;
+        }
+        let now = Instant::now();
+        if sample_at.is_some_and(|s| now >= s) {
+            steer.sample(now - start, &views(hook.tel, hook.wanted));
+            sample_at = steer.sample_interval().map(|d| now + d);
+        }
+        if now < tick_at {
+            continue;
+        }
+        tick_at = now + steer.interval();
         let views = views(hook.tel, hook.wanted);
         if let Some(b) = hook.tel.bottleneck() {
             steer.bottleneck(b as f64);

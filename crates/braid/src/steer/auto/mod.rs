@@ -16,7 +16,11 @@
 //!
 //! The path's state comes from the streams' TCP_INFO (`path`): the base RTT
 //! and the queue above it (the lowest RTT of the streams acknowledged at a
-//! tick: a shared queue is in all of them), which *stands* above an eighth of
+//! tick: a shared queue is in all of them; the least of it over the last
+//! round trip, looked at eight times a tick, so that a queue the group's own
+//! bursts fill and drain within a round trip, the bottleneck idle between
+//! them, is not read as a full path's),
+//! which *stands* above an eighth of
 //! the base RTT (4..16 ms, Linux HyStart's threshold) or half the deepest
 //! queue seen if the buffer is shallower (2 ms at least), and *rises* above
 //! half that (1 ms at least) over the floor the path showed while an ask left
@@ -1033,6 +1037,14 @@ impl Steer for Auto {
 
     fn bottleneck(&mut self, bytes_per_sec: f64) {
         self.bottleneck = Some(bytes_per_sec);
+    }
+
+    fn sample_interval(&self) -> Option<Duration> {
+        Some(self.times().tick / path::LOOKS_PER_TICK)
+    }
+
+    fn sample(&mut self, elapsed: Duration, streams: &[StreamView]) {
+        self.delay.sample(elapsed, streams);
     }
 }
 

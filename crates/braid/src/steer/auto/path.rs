@@ -3,7 +3,10 @@
 //!
 //! - [`Delay`]: the propagation delay (the smallest RTT any stream saw) and
 //!   the queue (the lowest smoothed RTT above it of the streams acknowledged
-//!   at the tick: a queue at the bottleneck is in all of them); a queue
+//!   at the tick: a queue at the bottleneck is in all of them; and the least
+//!   of that over the last round trip, looked at eight times a tick: what
+//!   drained within a round trip was a burst's, CoDel's reading of a
+//!   standing queue); a queue
 //!   *stands* when it is above the threshold Linux's HyStart uses to call a
 //!   queue grown (an eighth of the base RTT, within 4..16 ms), or above half
 //!   the deepest queue seen, if that is less (a buffer shallower than
@@ -36,6 +39,10 @@ const STANDING_MAX: Duration = Duration::from_millis(16);
 pub const NOISE: Duration = Duration::from_millis(1);
 /// A standing queue is twice the noise at least.
 const STANDING_FLOOR: Duration = Duration::from_millis(2);
+/// Looks at the streams' RTTs a tick (`Delay::sample`), as Linux HyStart
+/// takes the least of eight RTT samples for a round trip's delay
+/// (HYSTART_MIN_SAMPLES, tcp_cubic.c).
+pub const LOOKS_PER_TICK: u32 = 8;
 
 /// The base RTT and the queue above it.
 #[derive(Clone, Debug, Default)]
@@ -51,6 +58,12 @@ pub struct Delay {
     /// The queue the path shows while it has room (`set_floor`), µs: what a
     /// rising queue is measured above.
     floor_us: u32,
+    /// Per stream: what it had acknowledged at the last look (a tick's or a
+    /// sample's), bytes: an RTT with nothing acknowledged since is not new.
+    seen: Vec<u64>,
+    /// The samples since the last tick that read a new RTT: when, and the
+    /// lowest of the streams' RTTs, µs. Only the last round trip's are kept.
+    looks: VecDeque<(Duration, u32)>,
 }
 
 impl Delay {
@@ -79,18 +92,69 @@ impl Delay {
         // cumulative ACK from the oldest packet it covers). A stream with
         // nothing acknowledged since the tick before has no new sample: its RTT
         // is of the path as it was. With none acknowledged, nothing is new.
-        let Some(lowest) = carrying
+        //
+        // And the least of that over the last round trip's looks (`sample`):
+        // a queue that drained within a round trip was a burst's (the
+        // hosts' scheduling, a stream's recovery, ACKs that came bunched),
+        // which the bottleneck sent at the rate it came and left behind; the
+        // queue that stood through it is the one that holds the path (CoDel's
+        // standing queue, the least sojourn over an interval of a round trip).
+        let sampled = self.looks.drain(..).map(|(_, us)| us).min();
+        self.look(streams);
+        let now = carrying
             .iter()
             .filter(|(s, _)| acked(*s))
             .map(|(_, i)| i.srtt_us)
-            .min()
-        else {
+            .min();
+        let Some(lowest) = now.into_iter().chain(sampled).min() else {
             return;
         };
         self.queue_us = lowest.saturating_sub(base);
         // Against what was seen before: a queue is not measured by itself.
         self.threshold = self.threshold_now();
-        self.deepest_us = self.deepest_us.max(self.queue_us);
+        // What the buffer holds at least is the deepest queue any reading
+        // showed, a burst's too: the tick's own reading, not the least.
+        let deepest = now.map_or(self.queue_us, |n| n.saturating_sub(base));
+        self.deepest_us = self.deepest_us.max(deepest);
+    }
+
+    /// One look between ticks (`LOOKS_PER_TICK` a tick), `at` the time
+    /// since the session began: the lowest smoothed RTT of the carrying
+    /// streams acknowledged since the last look. A tick reads the least of
+    /// the looks over the round trip before the last of them: on a path
+    /// shorter than a tick, a queue that stood through a round trip is not
+    /// a burst's, whether it drained later in the tick or not.
+    pub fn sample(&mut self, at: Duration, streams: &[StreamView]) {
+        if let Some(l) = self.look(streams) {
+            self.looks.push_back((at, l));
+        }
+        let span = self.base().unwrap_or(Duration::ZERO);
+        while self
+            .looks
+            .front()
+            .is_some_and(|(t, _)| at.saturating_sub(*t) > span)
+        {
+            self.looks.pop_front();
+        }
+    }
+
+    /// Notes what each stream had acknowledged; the lowest smoothed RTT of
+    /// the carrying streams that had anything acknowledged since the last
+    /// look (a new connection's counter, lower than the old one's, is new).
+    fn look(&mut self, streams: &[StreamView]) -> Option<u32> {
+        let mut lowest = None::<u32>;
+        for s in streams {
+            let Some(i) = &s.info else { continue };
+            if self.seen.len() <= s.stream {
+                self.seen.resize(s.stream + 1, 0);
+            }
+            let new = i.bytes_acked != self.seen[s.stream];
+            self.seen[s.stream] = i.bytes_acked;
+            if new && s.wanted && i.srtt_us > 0 {
+                lowest = Some(lowest.map_or(i.srtt_us, |l| l.min(i.srtt_us)));
+            }
+        }
+        lowest
     }
 
     fn threshold_now(&self) -> Duration {
@@ -487,6 +551,82 @@ mod tests {
         assert!(!d.standing());
         d.note(&[view(0, 50.0, 40.0, 0), view(1, 50.0, 40.0, 0)], |_| true);
         assert!(d.standing());
+    }
+
+    #[test]
+    fn a_queue_that_drained_at_one_look_of_the_tick_did_not_stand() {
+        let ms = Duration::from_millis;
+        // A 67 ms path (8 ms threshold) whose two streams' bursts fill and
+        // drain the buffer within a round trip: at the tick the RTTs read a
+        // 12 ms queue, but one look between read none.
+        let mut d = Delay::default();
+        d.note(
+            &[view(0, 67.0, 67.0, 100), view(1, 67.0, 67.0, 100)],
+            |_| true,
+        );
+        d.sample(
+            ms(25),
+            &[view(0, 77.0, 67.0, 200), view(1, 79.0, 67.0, 200)],
+        );
+        d.sample(
+            ms(50),
+            &[view(0, 67.4, 67.0, 300), view(1, 68.0, 67.0, 300)],
+        );
+        d.sample(
+            ms(75),
+            &[view(0, 80.0, 67.0, 400), view(1, 75.0, 67.0, 400)],
+        );
+        d.note(
+            &[view(0, 79.0, 67.0, 500), view(1, 80.0, 67.0, 500)],
+            |_| true,
+        );
+        assert!(!d.rising(), "{:?}", d.queue());
+        assert_eq!(d.queue(), Duration::from_micros(400));
+        // The buffer holds what the tick's own reading showed, at least.
+        assert_eq!(d.deepest_us, 12_000);
+        // Only this tick's looks: at the next, the queue stood through all of them.
+        for (at, acked) in [(125, 600), (150, 700), (175, 800)] {
+            d.sample(
+                ms(at),
+                &[view(0, 79.0, 67.0, acked), view(1, 78.0, 67.0, acked)],
+            );
+        }
+        d.note(
+            &[view(0, 80.0, 67.0, 900), view(1, 80.0, 67.0, 900)],
+            |_| true,
+        );
+        assert!(d.standing(), "{:?}", d.queue());
+        assert_eq!(d.queue(), Duration::from_millis(11));
+        // A look at a stream with nothing acknowledged since the last look
+        // reads an RTT of the path as it was: it is not the tick's.
+        d.sample(
+            ms(225),
+            &[view(0, 67.0, 67.0, 900), view(1, 79.0, 67.0, 1000)],
+        );
+        d.note(
+            &[view(0, 80.0, 67.0, 1000), view(1, 80.0, 67.0, 1100)],
+            |_| true,
+        );
+        assert_eq!(d.queue(), Duration::from_millis(12));
+        // Nor a stream that carries no blocks now.
+        let mut parked = view(0, 67.0, 67.0, 1200);
+        parked.wanted = false;
+        d.sample(ms(325), &[parked, view(1, 79.0, 67.0, 1200)]);
+        d.note(
+            &[view(0, 80.0, 67.0, 1300), view(1, 80.0, 67.0, 1300)],
+            |_| true,
+        );
+        assert_eq!(d.queue(), Duration::from_millis(12));
+        // On a path shorter than the tick, only the last round trip's looks:
+        // a queue that stood through a round trip of 10 ms stood, whatever
+        // it did earlier in the tick.
+        let mut d = Delay::default();
+        d.note(&[view(0, 10.0, 10.0, 100)], |_| true);
+        d.sample(ms(20), &[view(0, 10.0, 10.0, 200)]);
+        d.sample(ms(80), &[view(0, 16.0, 10.0, 300)]);
+        d.sample(ms(90), &[view(0, 15.0, 10.0, 400)]);
+        d.note(&[view(0, 16.0, 10.0, 500)], |_| true);
+        assert_eq!(d.queue(), Duration::from_millis(5));
     }
 
     #[test]
