@@ -19,7 +19,10 @@ as between two real hosts), in one run:
    TCP_INFO reads and rate caps) and N = 9 (auto chooses how many of the
    9 carry), memory to memory, alternating, --file-runs times each; CPU
    seconds per GB (both ends), each run printed, then the medians and the
-   difference.
+   difference; and the steer's own CPU time (its ticks and looks, counted
+   on the thread that runs them: the summary's steer_cpu_seconds) per GB,
+   against the fixed mode's whole cost, which a difference of two noisy
+   process totals cannot show at a few per cent.
 
 4. with --against OLD_BRAID: this build against another, memory to memory,
    4 and 9 streams of cubic, --file-runs rounds, the order alternating
@@ -84,7 +87,8 @@ def _braid(pair, n: int, log: Path, method: Method | None = None, plain: bool = 
     s = rep.summary
     gb = s.peer_bytes / 1e9
     return {"gbps": s.peer_bytes * 8 / s.seconds / 1e9,
-            "cpu_s_per_gb": (s.cpu_seconds + _server_cpu(log) - before) / gb}
+            "cpu_s_per_gb": (s.cpu_seconds + _server_cpu(log) - before) / gb,
+            "steer_s_per_gb": None if s.steer_cpu_seconds is None else s.steer_cpu_seconds / gb}
 
 
 def _auto_cost(pair, log: Path, runs: int) -> None:
@@ -92,14 +96,21 @@ def _auto_cost(pair, log: Path, runs: int) -> None:
     for n in (2, 9):
         fixed, auto = Method("parallel", n, cc="cubic"), Method("auto", n, cc="cubic")
         cost: dict[str, list[float]] = {"fixed": [], "auto": []}
+        steer: list[float] = []
         for _ in range(runs):
             for name, m in (("fixed", fixed), ("auto", auto)):
                 r = _braid(pair, n, log, m)
                 cost[name].append(r["cpu_s_per_gb"])
                 label = f"{'parallel' if name == 'fixed' else 'auto'}-{n}"
-                print(f"  {label:11} {r['gbps']:6.2f} Gb/s  {r['cpu_s_per_gb']:.3f} CPU s/GB", flush=True)
+                own = ""
+                if name == "auto":
+                    steer.append(r["steer_s_per_gb"])
+                    own = f"  of which the steer {r['steer_s_per_gb'] * 1000:.2f} ms/GB"
+                print(f"  {label:11} {r['gbps']:6.2f} Gb/s  {r['cpu_s_per_gb']:.3f} CPU s/GB{own}", flush=True)
         a, f = statistics.median(cost["auto"]), statistics.median(cost["fixed"])
-        print(f"  median  parallel-{n} {f:.3f}, auto -n {n} {a:.3f} CPU s/GB: auto {100 * (a - f) / f:+.1f} %")
+        st = statistics.median(steer)
+        print(f"  median  parallel-{n} {f:.3f}, auto -n {n} {a:.3f} CPU s/GB: auto {100 * (a - f) / f:+.1f} %; "
+              f"the steer's own {st * 1000:.2f} ms/GB = {100 * st / f:.2f} % of parallel-{n}'s", flush=True)
 
 
 def _against(pair, scratch: Path, shm: Path, other: str, rounds: int) -> None:

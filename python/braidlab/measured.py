@@ -127,6 +127,9 @@ class MeasuredCell:
     # Windows or thresholds out of bounds that the sender's controls put back during the bench
     # (its summary's windows_repaired); None from builds whose controls did not count them.
     windows_repaired: int | None = None
+    # CPU seconds the sender's steer took, its ticks and looks with the wakes for them (its
+    # summary's steer_cpu_seconds); None for modes without a steer, and from builds before it.
+    steer_cpu_seconds: float | None = None
     # Long flows beside the method, for the equal share (the scenario's TCP flows and a second
     # braid); None from cells of runs before it was kept.
     long_flows: int | None = None

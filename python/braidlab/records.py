@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["VERSION", "VECTORS", "parse", "load", "to_json", "Record"]
 
-VERSION = 5
+VERSION = 6
 VECTORS = Path(__file__).resolve().parents[2] / "crates" / "braid" / "vectors" / "records.jsonl"
 
 
@@ -131,6 +131,7 @@ class Summary:
     data_segs_out: int
     loss_ratio: float
     cpu_seconds: float
+    steer_cpu_seconds: float | None
     files: int
     requeued_blocks: int
     windows_repaired: int | None

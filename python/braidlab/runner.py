@@ -332,6 +332,8 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         out["at_omit"] = at_omit(report.intervals, omit)
     if s.windows_repaired is not None:
         out["windows_repaired"] = s.windows_repaired
+    if s.steer_cpu_seconds is not None:
+        out["steer_cpu_seconds"] = s.steer_cpu_seconds
     phases = report.phases
     if phases:
         out["steer"] = phases

@@ -1,6 +1,6 @@
 //! Every JSON line braid prints, as typed and versioned records: the one
 //! contract between braid and its laboratory. Each line is an object
-//! `{"type": T, "version": 5, ...}` whose `type` names one record across all
+//! `{"type": T, "version": 6, ...}` whose `type` names one record across all
 //! of braid's commands:
 //!
 //! | type | printed by | when |
@@ -33,7 +33,7 @@
 use braid_cc::{SocketSettings, TcpInfo};
 use serde::Serialize;
 
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// A record: its fields, and the `type` it is printed with.
 pub trait Record: Serialize {
@@ -73,6 +73,9 @@ pub struct Summary {
     /// retransmits / data_segs_out (only meaningful on the sending end).
     pub loss_ratio: f64,
     pub cpu_seconds: f64,
+    /// Of those, what the steer's ticks and looks took (`--mode auto`,
+    /// `falcon`, at the sending end); null where no steer ran.
+    pub steer_cpu_seconds: Option<f64>,
     pub files: usize,
     pub requeued_blocks: u64,
     /// Congestion windows braid's controls found out of bounds and put back
@@ -500,6 +503,7 @@ mod tests {
                 data_segs_out: 3500,
                 loss_ratio: 2.0 / 3500.0,
                 cpu_seconds: 0.05,
+                steer_cpu_seconds: Some(0.002),
                 files: 1,
                 requeued_blocks: 0,
                 windows_repaired: Some(0),

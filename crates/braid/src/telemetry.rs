@@ -98,6 +98,10 @@ pub struct Telemetry {
     /// receiving end's latest estimate, or at the sending end the receiver's
     /// latest word.
     bottleneck: AtomicU64,
+    /// CPU time a steer spent on this end's streams (its ticks and looks,
+    /// their TCP_INFO reads and what they asked), ns; u64::MAX while no
+    /// steer ran.
+    steer_cpu_ns: AtomicU64,
 }
 
 /// How a report says how a session was sealed: an unsealed one in words
@@ -123,7 +127,29 @@ impl Telemetry {
             bar: (output.human() && std::io::stderr().is_terminal()).then(progress_bar),
             arrivals: Arc::new(Mutex::new(Dispersion::new())),
             bottleneck: AtomicU64::new(0),
+            steer_cpu_ns: AtomicU64::new(u64::MAX),
         })
+    }
+
+    /// Counts a steer's CPU time on this thread since `from` (a
+    /// [`thread_cpu`] reading taken before its wait, where the steer is
+    /// what woke the thread: the wake is its cost too). What steering
+    /// costs, apart from the transfer it steers, where the whole process's
+    /// time is too noisy to show it.
+    pub fn steered_since(&self, from: Duration) {
+        let spent = thread_cpu().saturating_sub(from).as_nanos() as u64;
+        // The first count turns "no steer" into a count.
+        let _ = self
+            .steer_cpu_ns
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(if n == u64::MAX { spent } else { n + spent })
+            });
+    }
+
+    /// The CPU seconds [`Telemetry::steered_since`] counted; None if no steer ran.
+    pub fn steer_cpu_seconds(&self) -> Option<f64> {
+        let n = self.steer_cpu_ns.load(Ordering::Relaxed);
+        (n != u64::MAX).then(|| (n as f64 / 1e3).round() / 1e6)
     }
 
     /// The bottleneck as the arrivals at this (receiving) end show it now,
@@ -408,6 +434,7 @@ impl Telemetry {
             data_segs_out,
             loss_ratio: loss_ratio(retransmits, data_segs_out),
             cpu_seconds: round3(cpu_seconds()),
+            steer_cpu_seconds: self.steer_cpu_seconds(),
             files: 0,
             requeued_blocks: 0,
             windows_repaired: None,
@@ -506,9 +533,58 @@ pub fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// CPU time of the calling thread, user and system.
+pub fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the struct we pass and nothing else.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_steers_cpu_time_is_its_own_work_only() {
+        let t = Telemetry::new(1, Output::Quiet);
+        assert_eq!(t.steer_cpu_seconds(), None, "no steer ran");
+        assert_eq!(
+            t.finish("bench", "sender", "auto".into()).steer_cpu_seconds,
+            None
+        );
+        // Work outside the steer is not counted; the steer's is.
+        let spin = |d: Duration| {
+            let start = thread_cpu();
+            while thread_cpu() - start < d {
+                std::hint::black_box(0u64);
+            }
+        };
+        spin(Duration::from_millis(30));
+        for _ in 0..2 {
+            let from = thread_cpu();
+            spin(Duration::from_millis(5));
+            t.steered_since(from);
+        }
+        // Time asleep is no CPU time.
+        let from = thread_cpu();
+        thread::sleep(Duration::from_millis(20));
+        t.steered_since(from);
+        let s = t.steer_cpu_seconds().expect("a steer ran");
+        assert!(
+            (0.010..0.025).contains(&s),
+            "{s} s counted for 10 ms of steering"
+        );
+        assert_eq!(
+            t.finish("bench", "sender", "auto".into()).steer_cpu_seconds,
+            Some(s)
+        );
+    }
 
     #[test]
     fn rates_are_scaled_for_reading() {

@@ -874,6 +874,29 @@ fn assert_looked_between_ticks(ticks: &Ticks, looks: &Ticks, every: Duration, ti
             .any(|(_, v)| v.iter().any(|s| s.info.is_some())),
         "a look saw a live stream's TCP_INFO"
     );
+    // A tick reads the streams as a look does: the next look is an interval
+    // after it, never a second read of the same moment.
+    for (t, _) in ticks.iter() {
+        if let Some((l, _)) = looks.iter().find(|(l, _)| l >= t) {
+            assert!(
+                *l - *t >= every,
+                "a look {:?} after the tick at {t:?}",
+                *l - *t
+            );
+        }
+    }
+}
+
+/// What the steer's ticks and looks cost is counted apart from the rest.
+fn assert_steering_counted(s: &braid::records::Summary) {
+    let steer = s
+        .steer_cpu_seconds
+        .expect("a steer ran: its CPU time is counted");
+    assert!(
+        steer > 0.0 && steer < s.cpu_seconds,
+        "the steer took {steer} of the process's {} CPU s",
+        s.cpu_seconds
+    );
 }
 
 #[test]
@@ -908,6 +931,7 @@ fn streams_join_and_leave_a_running_send_and_a_live_socket_changes_its_control()
     let s = client::send(&cfg, std::slice::from_ref(&file), "").unwrap();
     assert_eq!(b3(&file), b3(&dst.path().join("steered.bin")));
     assert_looked_between_ticks(&seen, &looked, ms(10), ms(50));
+    assert_steering_counted(&s);
     assert_eq!(s.streams.len(), 4, "two streams joined: {:?}", s.streams);
     for st in &s.streams {
         assert_eq!(st.connections, 1, "no stream was lost or redialled: {st:?}");
@@ -967,6 +991,7 @@ fn a_bench_stream_that_leaves_lets_its_connection_go_and_both_ends_agree() {
     let s = client::bench(&cfg).unwrap();
     assert_eq!(s.peer_bytes, Some(s.bytes), "{s:?}");
     assert_looked_between_ticks(&seen, &looked, ms(10), ms(50));
+    assert_steering_counted(&s);
     let seen = seen.lock().unwrap();
     let end = &seen.last().expect("the steer was asked").1;
     assert!(end[0].info.is_some(), "stream 0 carries on: {end:?}");
@@ -1279,6 +1304,7 @@ fn filters_update_checksum_delete_and_dry_run_do_what_rsync_users_expect() {
     assert!(at("a.rs").is_file() && at("keep.o").is_file() && at("src/c.rs").is_file());
     assert!(!at("b.o").exists() && !at("build").exists());
     assert_eq!((tally(&s).sent, tally(&s).skipped), (3, 0));
+    assert_eq!(s.steer_cpu_seconds, None, "no steer ran");
 
     // --update: a newer file at the receiver is kept as it is.
     fs::write(at("a.rs"), b"edited there").unwrap();

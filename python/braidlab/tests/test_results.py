@@ -45,6 +45,13 @@ def test_the_controls_repairs_are_a_column_and_unknown_before_they_were_counted(
     assert typed(after).to_json()["windows_repaired"] == 2 and "windows_repaired" not in typed(before).to_json()
 
 
+def test_a_steers_cpu_time_is_kept_where_a_steer_ran():
+    after = {**cell("auto"), "steer_cpu_seconds": 0.05}
+    assert typed(after).steer_cpu_seconds == 0.05
+    assert typed(after).to_json()["steer_cpu_seconds"] == 0.05
+    assert typed(cell()).steer_cpu_seconds is None and "steer_cpu_seconds" not in typed(cell()).to_json()
+
+
 def test_cell_metrics_by_hand():
     c = cell(streams=[(0, "reno", 30_000_000, 30, 20_000), (1, "braid_frac", 10_000_000, 10, 10_000)],
              cross=[{"flow": "tcp0", "bytes": 1, "mbps": 20.0, "retransmits": 0},

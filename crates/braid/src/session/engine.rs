@@ -24,7 +24,7 @@ use crate::session::conn::{Bell, Conn, FrameWriter};
 use crate::session::receive::{self, Ended, RecvShared};
 use crate::session::send::{self, Event, SendShared};
 use crate::steer::plan::MAX_STREAMS;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{thread_cpu, Telemetry};
 
 /// A lost stream is redialled this many times in a row before the session gives up.
 const REDIALS: u32 = 5;
@@ -610,11 +610,18 @@ pub fn drive_sender(
             .into_iter()
             .flatten()
             .min();
+        let waited_from = hooks.steer.is_some().then(thread_cpu);
         let ev = match until {
             None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(t) => events.recv_timeout(t.saturating_duration_since(Instant::now())),
         };
         let now = Instant::now();
+        // A wake for nothing but the time (the steer's tick or look, when a
+        // steer runs) is the steer's cost, the wait's syscalls too.
+        let steer_from = match (&ev, waited_from) {
+            (Err(RecvTimeoutError::Timeout), Some(from)) => Some(from),
+            _ => None,
+        };
         match ev {
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(Error::Protocol("the session's event channel closed".into()))
@@ -660,19 +667,25 @@ pub fn drive_sender(
         }
         // After any event, not only when none came: on a fast path the
         // streams' wakes can keep the channel busy past every tick.
-        if let (Some(t), Some(h)) = (tick.as_mut(), hooks.steer.as_mut()) {
-            if now >= *t {
-                *t = now + h.steer.interval();
-                steer(h, shared, now - start, notes)?;
-            }
+        let Some(h) = hooks.steer.as_mut() else {
+            continue;
+        };
+        let ticked = tick.is_some_and(|t| now >= t);
+        // A tick reads every stream as a look would: the next look is an
+        // interval after it, not a second read of the same moment.
+        let looked = !ticked && sample_at.is_some_and(|t| now >= t);
+        if !ticked && !looked {
+            continue;
         }
-        if let (Some(t), Some(h)) = (sample_at, hooks.steer.as_mut()) {
-            if now >= t {
-                let views = steer_views(shared);
-                h.steer.sample(now - start, &views);
-                sample_at = h.steer.sample_interval().map(|d| now + d);
-            }
+        let from = steer_from.unwrap_or_else(thread_cpu);
+        if ticked {
+            tick = Some(now + h.steer.interval());
+            steer(h, shared, now - start, notes)?;
+        } else {
+            h.steer.sample(now - start, &steer_views(shared));
         }
+        sample_at = h.steer.sample_interval().map(|d| now + d);
+        shared.tel.steered_since(from);
     }
 }
 
@@ -763,6 +776,8 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
     let mut tick_at = start + steer.interval();
     let mut sample_at = steer.sample_interval().map(|d| start + d);
     loop {
+        // This thread does nothing but steer: all it spends is the steer's.
+        let from = thread_cpu();
         let due = sample_at.map_or(tick_at, |s| s.min(tick_at));
         if let Ok(()) | Err(RecvTimeoutError::Disconnected) =
             stop.recv_timeout(due.saturating_duration_since(Instant::now()))
@@ -770,43 +785,51 @@ pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer
             return;
         }
         let now = Instant::now();
-        if sample_at.is_some_and(|s| now >= s) {
+        if now >= tick_at {
+            tick_at = now + steer.interval();
+            bench_tick(steer, hook, start, notes);
+            // A tick reads every stream as a look would: the next look is
+            // an interval after it.
+            sample_at = steer.sample_interval().map(|d| now + d);
+        } else if sample_at.is_some_and(|s| now >= s) {
             steer.sample(now - start, &views(hook.tel, hook.wanted));
             sample_at = steer.sample_interval().map(|d| now + d);
         }
-        if now < tick_at {
-            continue;
-        }
-        tick_at = now + steer.interval();
-        let views = views(hook.tel, hook.wanted);
-        if let Some(b) = hook.tel.bottleneck() {
-            steer.bottleneck(b as f64);
-        }
-        let before = phase_of(steer);
-        let asked = steer.tick(start.elapsed(), &views);
-        for s in &asked {
-            match s {
-                // A stream that ended meanwhile has nothing to change.
-                Steering::Control(i, c) => {
-                    let _ = (hook.apply)(*i, c);
-                }
-                Steering::Streams(n) => {
-                    if let Some(set) = hook.streams {
-                        set(*n)
-                    }
-                }
-                Steering::Pace(i, rate) => pace(hook.tel, *i, *rate),
+        hook.tel.steered_since(from);
+    }
+}
+
+/// One tick of a bench's steer: it sees every stream, and what it asks is
+/// done where the bench can.
+fn bench_tick(steer: &mut dyn Steer, hook: &BenchSteer, start: Instant, notes: Notes) {
+    let views = views(hook.tel, hook.wanted);
+    if let Some(b) = hook.tel.bottleneck() {
+        steer.bottleneck(b as f64);
+    }
+    let before = phase_of(steer);
+    let asked = steer.tick(start.elapsed(), &views);
+    for s in &asked {
+        match s {
+            // A stream that ended meanwhile has nothing to change.
+            Steering::Control(i, c) => {
+                let _ = (hook.apply)(*i, c);
             }
+            Steering::Streams(n) => {
+                if let Some(set) = hook.streams {
+                    set(*n)
+                }
+            }
+            Steering::Pace(i, rate) => pace(hook.tel, *i, *rate),
         }
-        // A new phase is on the record even where it asks nothing new of the
-        // streams, as in a session's steer.
-        if !asked.is_empty() || phase_of(steer) != before {
-            // Counted after the steering, so the record says what the steer chose.
-            let carrying = (0..crate::steer::plan::MAX_STREAMS as usize)
-                .filter(|i| (hook.wanted)(*i))
-                .count();
-            report_steer(steer, start.elapsed(), carrying, notes);
-        }
+    }
+    // A new phase is on the record even where it asks nothing new of the
+    // streams, as in a session's steer.
+    if !asked.is_empty() || phase_of(steer) != before {
+        // Counted after the steering, so the record says what the steer chose.
+        let carrying = (0..crate::steer::plan::MAX_STREAMS as usize)
+            .filter(|i| (hook.wanted)(*i))
+            .count();
+        report_steer(steer, start.elapsed(), carrying, notes);
     }
 }
 

@@ -17,7 +17,8 @@
 //! The path's state comes from the streams' TCP_INFO (`path`): the base RTT
 //! and the queue above it (the lowest RTT of the streams acknowledged at a
 //! tick: a shared queue is in all of them; the least of it over the last
-//! round trip, looked at eight times a tick, so that a queue the group's own
+//! round trip, looked at on a grid of eight a tick, the tick's own the last
+//! and none before that round trip, so that a queue the group's own
 //! bursts fill and drain within a round trip, the bottleneck idle between
 //! them, is not read as a full path's),
 //! which *stands* above an eighth of
@@ -269,6 +270,8 @@ pub struct Auto {
     told: Vec<Option<u64>>,
     told_n: usize,
     now: Duration,
+    /// When the streams were last read, at a tick or a look.
+    looked_at: Duration,
     ticks: u64,
     /// When the streams or their cap last changed: a rate over a span that
     /// reaches back before it is of another group.
@@ -316,6 +319,7 @@ impl Auto {
             told: Vec::new(),
             told_n: usize::MAX,
             now: Duration::ZERO,
+            looked_at: Duration::ZERO,
             ticks: 0,
             changed_at: Duration::ZERO,
             bottleneck: None,
@@ -965,10 +969,14 @@ impl Steer for Auto {
 
     fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         self.now = elapsed;
+        self.looked_at = elapsed;
         // What each stream had acknowledged this tick first: the queue is
         // read from those streams only.
         self.delivered.note(elapsed, streams);
         let delivered = &self.delivered;
+        // The tick is the newest look (the engine reads no other at this
+        // moment): the least is over the round trip before it.
+        self.delay.sample(elapsed, streams);
         self.delay.note(streams, |i| delivered.acked(i));
         let told = &self.told;
         self.held.note(
@@ -1039,11 +1047,27 @@ impl Steer for Auto {
         self.bottleneck = Some(bytes_per_sec);
     }
 
+    /// `LOOKS_PER_TICK` a tick, on a grid from the tick; but a tick reads
+    /// only the looks of the round trip before it (`Delay::sample` drops the
+    /// older), so on a path shorter than a tick the looks before that round
+    /// trip are not taken: the thread that would wake for them costs more
+    /// than the streams' reading.
     fn sample_interval(&self) -> Option<Duration> {
-        Some(self.times().tick / path::LOOKS_PER_TICK)
+        let tick = self.times().tick;
+        let every = tick / path::LOOKS_PER_TICK;
+        let next = self.looked_at + every;
+        let read_from = (self.now + tick).saturating_sub(self.delay.base().unwrap_or(tick));
+        if next >= read_from || every.is_zero() {
+            return Some(every);
+        }
+        // The first point of the tick's grid in the round trip before the next tick.
+        let steps = (read_from - self.now).as_nanos().div_ceil(every.as_nanos());
+        let at = self.now + every * steps as u32;
+        Some(at - self.looked_at)
     }
 
     fn sample(&mut self, elapsed: Duration, streams: &[StreamView]) {
+        self.looked_at = elapsed;
         self.delay.sample(elapsed, streams);
     }
 }

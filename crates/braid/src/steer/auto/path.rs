@@ -118,7 +118,7 @@ impl Delay {
         self.deepest_us = self.deepest_us.max(deepest);
     }
 
-    /// One look between ticks (`LOOKS_PER_TICK` a tick), `at` the time
+    /// One look (`LOOKS_PER_TICK` a tick, the tick's own the last), `at` the time
     /// since the session began: the lowest smoothed RTT of the carrying
     /// streams acknowledged since the last look. A tick reads the least of
     /// the looks over the round trip before the last of them: on a path
@@ -627,6 +627,12 @@ mod tests {
         d.sample(ms(90), &[view(0, 15.0, 10.0, 400)]);
         d.note(&[view(0, 16.0, 10.0, 500)], |_| true);
         assert_eq!(d.queue(), Duration::from_millis(5));
+        // A tick is itself a look (`Auto::tick` samples before it notes): a
+        // look more than a round trip before it is not read.
+        d.sample(ms(120), &[view(0, 10.0, 10.0, 600)]);
+        d.sample(ms(140), &[view(0, 16.0, 10.0, 700)]);
+        d.note(&[view(0, 16.0, 10.0, 700)], |_| true);
+        assert_eq!(d.queue(), Duration::from_millis(6));
     }
 
     #[test]

@@ -1053,3 +1053,39 @@ fn streams_held_by_their_buffers_beside_others_are_not_added() {
     let first = streams_at(&streams, secs(4));
     assert_eq!(first, 2, "{streams:?}");
 }
+
+#[test]
+fn looks_are_taken_only_in_the_round_trip_a_tick_reads() {
+    let ms = Duration::from_millis;
+    // A 67 ms path: a tick of 100 ms, a look every 12.5 ms on its grid, but
+    // only those of the 67 ms before the next tick are read.
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 67.0);
+    run(&mut a, &mut p, secs(2), |_, _, _| {});
+    let tick = a.interval();
+    assert_eq!(tick, ms(100));
+    let (last_tick, every) = (a.now, tick / path::LOOKS_PER_TICK);
+    let first = a.sample_interval().unwrap();
+    assert_eq!(
+        first,
+        every * 3,
+        "the first look at 37.5 ms, within 67 ms of the next tick"
+    );
+    let views = p.step(&a, first);
+    a.sample(last_tick + first, &views);
+    assert_eq!(a.sample_interval(), Some(every), "then on the grid");
+    // A path longer than the tick: every look of the tick is read.
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 150.0);
+    run(&mut a, &mut p, secs(2), |_, _, _| {});
+    assert_eq!(
+        a.sample_interval(),
+        Some(a.interval() / path::LOOKS_PER_TICK)
+    );
+    // A path shorter than a look's interval: none falls in the round trip
+    // before the tick, and the tick is the only reading.
+    let mut a = Auto::new(32, 1, true);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 10.0);
+    run(&mut a, &mut p, secs(2), |_, _, _| {});
+    assert_eq!(a.sample_interval(), Some(a.interval()));
+}
