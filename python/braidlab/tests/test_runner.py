@@ -174,3 +174,28 @@ def test_only_the_cell_directories_of_processes_that_are_gone_are_stale(tmp_path
         d.mkdir()
     (tmp_path / f"{runner.CELL_DIR_PREFIX}{gone.pid}-file").write_text("not a directory")
     assert runner.stale_cell_dirs(tmp_path) == [dead]
+
+
+def test_every_field_a_cell_is_written_with_is_one_the_cell_reads():
+    """The cell's schema refuses fields it does not know, and only the system tests measure a
+    cell: a field run_cell writes that MeasuredCell does not name would fail only there."""
+    import ast
+    import dataclasses
+    import inspect
+
+    from braidlab.measured import MeasuredCell
+
+    tree = ast.parse(inspect.getsource(runner.run_cell))
+    written = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "out" for t in node.targets):
+            if isinstance(node.value, ast.Dict):
+                written |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == "out"
+                        and isinstance(t.slice, ast.Constant)):
+                    written.add(t.slice.value)
+    assert {"id", "bench", "steer_cpu_seconds", "long_flows"} <= written, written
+    fields = {f.name for f in dataclasses.fields(MeasuredCell)}
+    assert written <= fields, f"run_cell writes {sorted(written - fields)}, which MeasuredCell does not read"
