@@ -10,7 +10,11 @@ of random bytes, page-cached at the sender) with every tool, in an order
 shuffled per round so that a slow moment of the machine falls on all of
 them; each copy is timed to the client's exit plus a sync at the receiver
 (braid answers only once the file is verified and durable; the others do
-neither), then its bytes are compared with the source's.
+neither), then its bytes are compared with the source's. braid's copies
+print their records (--json), and a second table says what each braid
+copy's sending end spent of the CPU a GB, and of it, auto's steering
+(the summary's steer_cpu_seconds), beside parallel -n 16's whole cost
+in the same round.
 
 With --busy, 5 Reno flows (iperf3 -P 5 between a second pair of hosts;
 --busy-cc cubic for CUBIC ones) cross the same bottleneck for the whole
@@ -44,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from braidlab import braid, engine, peers, runner
+from braidlab import braid, engine, peers, records, runner
 from braidlab.dumbbell import Dumbbell
 from braidlab.engine import Method
 from braidlab.netns import wait_until
@@ -183,10 +187,11 @@ def main() -> None:
                         time.sleep(a.quiet)
                         row["alone_mbps"] = (rx_bytes(db.receivers[1]) - before) * 8 / a.quiet / 1e6
                         before = rx_bytes(db.receivers[1])
+                    # braid's records say what its sending end spent; the other tools say nothing.
                     log = None
-                    if a.logs is not None:
+                    if a.logs is not None or p.kind == "braid":
                         slug = p.name.replace(" ", "_").replace("(", "").replace(")", "")
-                        log = a.logs / f"run{r + 1}-{slug}.log"
+                        log = (a.logs or work) / f"run{r + 1}-{slug}.log"
                     copied = peers.timed_copy(server, snd, src, timeout, log=log)
                     secs = copied.seconds
                     if flows:
@@ -198,6 +203,8 @@ def main() -> None:
                     row["secs"] = secs
                     row["conns"] = copied.connections
                     row["mbps"] = a.size * 8 / secs / 1e6
+                    if p.kind == "braid" and log is not None:
+                        row["summary"] = sender_summary(log)
                     runs[i].append(row)
                     extra = (f", the 5 flows {row['alone_mbps']:.1f} -> {row['beside_mbps']:.1f} Mb/s"
                              if flows else "")
@@ -223,10 +230,50 @@ def main() -> None:
             else:
                 each = " / ".join(f"{x['secs']:.1f}" for x in rows)
                 print(f"| {p.name} | {each} | {med:.1f} |")
+        cpu_table(chosen, runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if installed_here:
             braid.cc("uninstall")
+
+
+def sender_summary(log: Path) -> records.Summary | None:
+    """The sending end's summary record in a braid copy's log, if it printed one."""
+    for line in log.read_text().splitlines():
+        if line.startswith("{"):
+            rec = records.parse(line)
+            if isinstance(rec, records.Summary):
+                return rec
+    return None
+
+
+def cpu_table(chosen: list[Peer], runs: list[list[dict]]) -> None:
+    """What each braid copy's sending end spent of the CPU a GB, and of it its steer's, against
+    parallel -n 16's whole cost in the same round (the yardstick of a fixed mode)."""
+    def per_gb(row: dict, what: str) -> float | None:
+        s = row.get("summary")
+        v = None if s is None else getattr(s, what)
+        return None if v is None else v / (s.bytes / 1e9)
+
+    fixed = next((rows for p, rows in zip(chosen, runs) if p.method and p.method.mode == "parallel"), None)
+    braids = [(p, rows) for p, rows in zip(chosen, runs) if p.kind == "braid"]
+    if not braids:
+        return
+    print()
+    print("| braid | sending end's CPU, s/GB (each run) | of it the steer's, ms/GB | the steer / parallel -n 16's CPU |")
+    print("|---|---|---|---|")
+    for p, rows in braids:
+        cpu = " / ".join("-" if (c := per_gb(x, "cpu_seconds")) is None else f"{c:.3f}" for x in rows)
+        steer = [per_gb(x, "steer_cpu_seconds") for x in rows]
+        if all(v is None for v in steer):
+            print(f"| {p.name} | {cpu} | - | - |")
+            continue
+        own = " / ".join("-" if v is None else f"{v * 1000:.1f}" for v in steer)
+        share = "-"
+        if fixed is not None:
+            base = [per_gb(x, "cpu_seconds") for x in fixed]
+            share = " / ".join("-" if v is None or b is None else f"{100 * v / b:.1f} %" for v, b in zip(steer, base))
+        print(f"| {p.name} | {cpu} | {own} | {share} |")
 
 
 if __name__ == "__main__":

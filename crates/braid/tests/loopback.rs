@@ -13,7 +13,7 @@ use std::time::Duration;
 use braid::cancel::Cancel;
 use braid::error::Error;
 use braid::proto::steer::StreamControl;
-use braid::proto::steer::{Script, Steer, Steering, StreamView};
+use braid::proto::steer::{Looks, Script, Steer, Steering, StreamView};
 use braid::session::client::{self, Config};
 use braid::session::conn::Conn;
 use braid::session::server;
@@ -842,8 +842,11 @@ impl Steer for Recorder {
         self.script.tick(elapsed, streams)
     }
 
-    fn sample_interval(&self) -> Option<Duration> {
-        self.looks.as_ref().map(|(every, _)| *every)
+    fn looks(&self) -> Option<Looks> {
+        self.looks.as_ref().map(|(every, _)| Looks {
+            first: *every,
+            every: *every,
+        })
     }
 
     fn sample(&mut self, elapsed: Duration, streams: &[StreamView]) {

@@ -195,21 +195,24 @@ pub fn autos(
         let mut asked = Vec::new();
         for k in 0..sessions {
             let mine = &views[k * MOST..(k + 1) * MOST];
-            let next_look = |a: &Auto| {
-                now + a
-                    .sample_interval()
-                    .map_or(u64::MAX / 2, |d| d.as_nanos() as u64)
-            };
             if now < due[k] {
                 if now >= look[k] && now >= start(k) {
                     let a = &mut autos[k];
                     a.sample(Duration::from_nanos(now - start(k)), &stream_views(mine));
-                    look[k] = next_look(a);
+                    // The next on the tick's grid, as the engine's senders take them.
+                    let every = a
+                        .looks()
+                        .map_or(u64::MAX / 4, |l| l.every.as_nanos() as u64);
+                    look[k] += every * ((now - look[k]) / every + 1);
                 }
                 continue;
             }
-            // A tick reads every stream as a look would, as in the engine.
-            look[k] = next_look(&autos[k]);
+            // A tick reads every stream as a look would, as in the engine:
+            // the looks it asks for are of the next tick.
+            look[k] = now
+                + autos[k]
+                    .looks()
+                    .map_or(u64::MAX / 4, |l| l.first.as_nanos() as u64);
             moved[k].push((t, mine.iter().map(|v| v.delivered).sum()));
             let a = &mut autos[k];
             // The phase since the last tick, counted over the measured time.

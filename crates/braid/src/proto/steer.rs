@@ -72,14 +72,26 @@ pub trait Steer: Send {
     /// bytes a second (`path::dispersion`), before a tick; a steer that
     /// does not use it ignores it.
     fn bottleneck(&mut self, _bytes_per_sec: f64) {}
-    /// How often [`Steer::sample`] is called between ticks (None: never).
-    fn sample_interval(&self) -> Option<Duration> {
+    /// When to look at the streams between this tick and the next (None:
+    /// never), asked after each tick (and once before the first).
+    fn looks(&self) -> Option<Looks> {
         None
     }
     /// A look at the streams between ticks, for what changes faster than a
     /// tick: a queue that fills and drains within one shows in no single
-    /// reading of it. It asks nothing; the next tick does.
+    /// reading of it. It asks nothing; the next tick does. The looks of a
+    /// tick come before it, in the order they were taken, where the engine
+    /// may take them as the streams' own senders get round to it: `elapsed`
+    /// is when each was taken, not when it is told.
     fn sample(&mut self, _elapsed: Duration, _streams: &[StreamView]) {}
+}
+
+/// The looks a steer asks for between two ticks: the first `first` after
+/// the tick, then one every `every` until the next tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Looks {
+    pub first: Duration,
+    pub every: Duration,
 }
 
 /// A fixed list of steerings at given times; for tests and experiments that

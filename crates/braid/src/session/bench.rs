@@ -90,7 +90,10 @@ pub fn send(
                 timeout = left.max(Duration::from_millis(1));
                 let _ = w.stream().set_write_timeout(Some(timeout));
             }
-            match w.write_staged() {
+            let wrote = w.write_staged();
+            // Awake between two writes: the steer's look, if one is due.
+            tel.look_if_due(stream, w.stream());
+            match wrote {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) if stalled(&e) && Instant::now() < deadline => {}

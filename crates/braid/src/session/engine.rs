@@ -567,11 +567,9 @@ pub fn drive_sender(
     let finisher = send::spawn_finisher(sources.to_vec(), Arc::clone(shared), events_tx);
     let start = Instant::now();
     let mut tick = hooks.steer.as_ref().map(|h| start + h.steer.interval());
-    let mut sample_at = hooks
-        .steer
-        .as_ref()
-        .and_then(|h| h.steer.sample_interval())
-        .map(|d| start + d);
+    if let (Some(h), Some(next)) = (&hooks.steer, tick) {
+        plan_looks(&*h.steer, &shared.tel, start, next);
+    }
     let mut close_by = None::<Instant>;
     let fail = |w: &mut FrameWriter, e: Error| -> Result<u64> {
         w.send_error(&e);
@@ -606,18 +604,19 @@ pub fn drive_sender(
                 Action::Fail(e) => return fail(&mut w, e),
             }
         }
-        let until = [tick, sample_at, close_by, Some(w.keepalive_at())]
+        let until = [tick, close_by, Some(w.keepalive_at())]
             .into_iter()
             .flatten()
             .min();
-        let waited_from = hooks.steer.is_some().then(thread_cpu);
+        // A wait that ends at the steer's tick is the steer's to count.
+        let waited_from = (until.is_some() && until == tick).then(thread_cpu);
         let ev = match until {
             None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(t) => events.recv_timeout(t.saturating_duration_since(Instant::now())),
         };
         let now = Instant::now();
-        // A wake for nothing but the time (the steer's tick or look, when a
-        // steer runs) is the steer's cost, the wait's syscalls too.
+        // A wake for nothing but the steer's tick is the steer's cost, the
+        // wait's syscalls too.
         let steer_from = match (&ev, waited_from) {
             (Err(RecvTimeoutError::Timeout), Some(from)) => Some(from),
             _ => None,
@@ -670,21 +669,18 @@ pub fn drive_sender(
         let Some(h) = hooks.steer.as_mut() else {
             continue;
         };
-        let ticked = tick.is_some_and(|t| now >= t);
-        // A tick reads every stream as a look would: the next look is an
-        // interval after it, not a second read of the same moment.
-        let looked = !ticked && sample_at.is_some_and(|t| now >= t);
-        if !ticked && !looked {
+        if tick.is_none_or(|t| now < t) {
             continue;
         }
         let from = steer_from.unwrap_or_else(thread_cpu);
-        if ticked {
-            tick = Some(now + h.steer.interval());
-            steer(h, shared, now - start, notes)?;
-        } else {
-            h.steer.sample(now - start, &steer_views(shared));
-        }
-        sample_at = h.steer.sample_interval().map(|d| now + d);
+        let next = now + h.steer.interval();
+        tick = Some(next);
+        let on = SessionSteered {
+            shared,
+            apply: h.apply,
+        };
+        steer_tick(&mut *h.steer, &on, start, now, notes)?;
+        plan_looks(&*h.steer, &shared.tel, now, next);
         shared.tel.steered_since(from);
     }
 }
@@ -692,34 +688,130 @@ pub fn drive_sender(
 /// How long the sender waits for the receiver's `Close` after its own.
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
-/// One tick of a steer: it sees every stream, and what it asks is done.
-fn steer(h: &mut SteerHook, shared: &SendShared, elapsed: Duration, notes: Notes) -> Result<()> {
-    let views = steer_views(shared);
-    if let Some(b) = shared.tel.bottleneck() {
-        h.steer.bottleneck(b as f64);
+/// Where a steer's asks are done: a session's streams, or a bench's.
+trait Steered {
+    fn tel(&self) -> &Telemetry;
+    /// Which streams carry blocks now, by index.
+    fn wanted(&self) -> Vec<bool>;
+    /// Does what the steer asked; an error ends the session.
+    fn apply(&self, asked: &Steering) -> Result<()>;
+}
+
+/// A session's streams, as its steer changes them.
+struct SessionSteered<'a> {
+    shared: &'a SendShared,
+    apply: &'a (dyn Fn(usize, &StreamControl) -> Result<()> + Sync),
+}
+
+impl Steered for SessionSteered<'_> {
+    fn tel(&self) -> &Telemetry {
+        &self.shared.tel
     }
-    let before = phase_of(&*h.steer);
-    let asked = h.steer.tick(elapsed, &views);
-    for s in &asked {
-        match s {
-            Steering::Streams(n) => shared.with_core(|c| c.set_streams(*n)),
-            Steering::Control(i, c) => (h.apply)(*i, c)?,
-            Steering::Pace(i, rate) => pace(&shared.tel, *i, *rate),
+
+    fn wanted(&self) -> Vec<bool> {
+        self.shared
+            .with_core(|c| (0..c.streams()).map(|i| c.is_wanted(i)).collect())
+    }
+
+    fn apply(&self, asked: &Steering) -> Result<()> {
+        match asked {
+            Steering::Streams(n) => self.shared.with_core(|c| c.set_streams(*n)),
+            Steering::Control(i, c) => (self.apply)(*i, c)?,
+            Steering::Pace(i, rate) => pace(&self.shared.tel, *i, *rate),
         }
+        Ok(())
+    }
+}
+
+impl Steered for BenchSteer<'_> {
+    fn tel(&self) -> &Telemetry {
+        self.tel
+    }
+
+    fn wanted(&self) -> Vec<bool> {
+        (0..MAX_STREAMS as usize)
+            .map(|i| (self.wanted)(i))
+            .collect()
+    }
+
+    /// Done where a bench can: it goes on whatever a stream refuses.
+    fn apply(&self, asked: &Steering) -> Result<()> {
+        match asked {
+            // A stream that ended meanwhile has nothing to change.
+            Steering::Control(i, c) => {
+                let _ = (self.apply)(*i, c);
+            }
+            Steering::Streams(n) => {
+                if let Some(set) = self.streams {
+                    set(*n)
+                }
+            }
+            Steering::Pace(i, rate) => pace(self.tel, *i, *rate),
+        }
+        Ok(())
+    }
+}
+
+/// One tick of a steer: it is told the looks the senders took since the
+/// last, it sees every stream, and what it asks is done.
+fn steer_tick(
+    steer: &mut dyn Steer,
+    on: &dyn Steered,
+    start: Instant,
+    now: Instant,
+    notes: Notes,
+) -> Result<()> {
+    let elapsed = now - start;
+    let wanted = on.wanted();
+    let wanted = |i: usize| wanted.get(i).copied().unwrap_or(false);
+    tell_looks(steer, on.tel(), start, now, wanted);
+    let views = views(on.tel(), wanted);
+    if let Some(b) = on.tel().bottleneck() {
+        steer.bottleneck(b as f64);
+    }
+    let before = phase_of(steer);
+    let asked = steer.tick(elapsed, &views);
+    for s in &asked {
+        on.apply(s)?;
     }
     // A new phase is on the record even where it asks nothing new of the
     // streams (auto's `Grow` becoming `Full` uncapped with the same streams).
-    if !asked.is_empty() || phase_of(&*h.steer) != before {
-        let streams = shared.with_core(|c| c.wanted());
-        report_steer(&*h.steer, elapsed, streams, notes);
+    if !asked.is_empty() || phase_of(steer) != before {
+        // Counted after the steering, so the record says what the steer chose.
+        let carrying = on.wanted().into_iter().filter(|w| *w).count();
+        report_steer(steer, elapsed, carrying, notes);
     }
     Ok(())
 }
 
-/// Every stream of a session as its steer sees it now.
-fn steer_views(shared: &SendShared) -> Vec<StreamView> {
-    let wanted = shared.with_core(|c| (0..c.streams()).map(|i| c.is_wanted(i)).collect::<Vec<_>>());
-    views(&shared.tel, |i| wanted.get(i).copied().unwrap_or(false))
+/// Asks the streams' senders for the looks `steer` wants before its next
+/// tick, at `next`; `now` is the tick just made (or the start).
+fn plan_looks(steer: &dyn Steer, tel: &Telemetry, now: Instant, next: Instant) {
+    tel.plan_looks(steer.looks().map(|l| (now + l.first, l.every)), next);
+}
+
+/// Tells `steer` the looks the senders took before this tick (at `now`), in
+/// the order they were taken, each of the one stream it read. Which
+/// streams carry is as the tick finds it: only a tick changes that.
+fn tell_looks(
+    steer: &mut dyn Steer,
+    tel: &Telemetry,
+    start: Instant,
+    now: Instant,
+    wanted: impl Fn(usize) -> bool,
+) {
+    for (at, stream, (bytes, info)) in tel.looks_taken() {
+        // One taken while this tick read the streams is no look before it.
+        if at <= now && at >= start {
+            let view = StreamView {
+                stream,
+                wanted: wanted(stream),
+                bytes,
+                info: Some(info),
+            };
+            steer.sample(at - start, &[view]);
+        }
+    }
 }
 
 /// The steer's phase, as its record names it: a new one goes on the record
@@ -774,62 +866,20 @@ fn views(tel: &Telemetry, wanted: impl Fn(usize) -> bool) -> Vec<StreamView> {
 pub fn steer_bench(stop: &Receiver<()>, steer: &mut dyn Steer, hook: &BenchSteer, notes: Notes) {
     let start = Instant::now();
     let mut tick_at = start + steer.interval();
-    let mut sample_at = steer.sample_interval().map(|d| start + d);
+    plan_looks(steer, hook.tel, start, tick_at);
     loop {
         // This thread does nothing but steer: all it spends is the steer's.
         let from = thread_cpu();
-        let due = sample_at.map_or(tick_at, |s| s.min(tick_at));
         if let Ok(()) | Err(RecvTimeoutError::Disconnected) =
-            stop.recv_timeout(due.saturating_duration_since(Instant::now()))
+            stop.recv_timeout(tick_at.saturating_duration_since(Instant::now()))
         {
             return;
         }
         let now = Instant::now();
-        if now >= tick_at {
-            tick_at = now + steer.interval();
-            bench_tick(steer, hook, start, notes);
-            // A tick reads every stream as a look would: the next look is
-            // an interval after it.
-            sample_at = steer.sample_interval().map(|d| now + d);
-        } else if sample_at.is_some_and(|s| now >= s) {
-            steer.sample(now - start, &views(hook.tel, hook.wanted));
-            sample_at = steer.sample_interval().map(|d| now + d);
-        }
+        tick_at = now + steer.interval();
+        let _ = steer_tick(steer, hook, start, now, notes);
+        plan_looks(steer, hook.tel, now, tick_at);
         hook.tel.steered_since(from);
-    }
-}
-
-/// One tick of a bench's steer: it sees every stream, and what it asks is
-/// done where the bench can.
-fn bench_tick(steer: &mut dyn Steer, hook: &BenchSteer, start: Instant, notes: Notes) {
-    let views = views(hook.tel, hook.wanted);
-    if let Some(b) = hook.tel.bottleneck() {
-        steer.bottleneck(b as f64);
-    }
-    let before = phase_of(steer);
-    let asked = steer.tick(start.elapsed(), &views);
-    for s in &asked {
-        match s {
-            // A stream that ended meanwhile has nothing to change.
-            Steering::Control(i, c) => {
-                let _ = (hook.apply)(*i, c);
-            }
-            Steering::Streams(n) => {
-                if let Some(set) = hook.streams {
-                    set(*n)
-                }
-            }
-            Steering::Pace(i, rate) => pace(hook.tel, *i, *rate),
-        }
-    }
-    // A new phase is on the record even where it asks nothing new of the
-    // streams, as in a session's steer.
-    if !asked.is_empty() || phase_of(steer) != before {
-        // Counted after the steering, so the record says what the steer chose.
-        let carrying = (0..crate::steer::plan::MAX_STREAMS as usize)
-            .filter(|i| (hook.wanted)(*i))
-            .count();
-        report_steer(steer, start.elapsed(), carrying, notes);
     }
 }
 

@@ -5,7 +5,7 @@
 //! the blocks the receiver held already) for the end-to-end check.
 
 use std::fs::File;
-use std::net::Shutdown;
+use std::net::{Shutdown, TcpStream};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
@@ -228,6 +228,9 @@ impl SendShared {
 /// connection dies. Returns `Ok(true)` when it ended the transfer normally.
 pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> bool {
     shared.tel.set_socket(stream, conn.stream());
+    // Its own handle on the socket for the steer's looks between writes
+    // (the writer is borrowed while it writes a block).
+    let looker = conn.stream().try_clone().ok();
     let Conn { mut r, mut w } = conn;
     let acks = {
         let shared = Arc::clone(&shared);
@@ -270,7 +273,7 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
                     })
                     .is_ok()
             }
-            Next::Block(b) => match send_block(&mut w, &shared, b) {
+            Next::Block(b) => match send_block(&mut w, &shared, b, (stream, looker.as_ref())) {
                 Ok(()) => shared.tel.add(stream, b.len as u64),
                 Err(Failed::Source(why)) => {
                     let _ = shared.events.send(Event::SourceFailed(b.file, why));
@@ -303,8 +306,14 @@ enum Failed {
 
 /// Sends block `b`: read from its file piece by piece straight into the
 /// records that carry it, each piece hashed into the block's value on the
-/// way, so the bytes hashed are the bytes sent.
-fn send_block(w: &mut FrameWriter, shared: &SendShared, b: BlockRef) -> Result<(), Failed> {
+/// way, so the bytes hashed are the bytes sent. Between records it takes
+/// the steer's look at its stream (`looker`: the stream and its socket).
+fn send_block(
+    w: &mut FrameWriter,
+    shared: &SendShared,
+    b: BlockRef,
+    looker: (usize, Option<&TcpStream>),
+) -> Result<(), Failed> {
     let file = shared.file(b.file).map_err(Failed::Source)?;
     let size = shared.sizes[b.file as usize];
     let mut value = treehash::block_index(size, shared.block_size, b.offset, b.len as u64)
@@ -318,6 +327,10 @@ fn send_block(w: &mut FrameWriter, shared: &SendShared, b: BlockRef) -> Result<(
         len: b.len,
     };
     let sent = w.send_block(&header, b.len as usize, |piece, at| {
+        // Awake between two records' writes: the steer's look, if one is due.
+        if let (stream, Some(socket)) = looker {
+            shared.tel.look_if_due(stream, socket);
+        }
         file.read_exact_at(piece, b.offset + at).map_err(|e| {
             format!(
                 "reading {} at {}: {e}",

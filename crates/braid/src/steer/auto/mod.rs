@@ -106,7 +106,7 @@ pub mod share;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::proto::steer::{Steer, SteerState, Steering, StreamView};
+use crate::proto::steer::{Looks, Steer, SteerState, Steering, StreamView};
 use path::{Delay, Delivered, Held, Spread};
 
 /// The first streams.
@@ -270,8 +270,6 @@ pub struct Auto {
     told: Vec<Option<u64>>,
     told_n: usize,
     now: Duration,
-    /// When the streams were last read, at a tick or a look.
-    looked_at: Duration,
     ticks: u64,
     /// When the streams or their cap last changed: a rate over a span that
     /// reaches back before it is of another group.
@@ -319,7 +317,6 @@ impl Auto {
             told: Vec::new(),
             told_n: usize::MAX,
             now: Duration::ZERO,
-            looked_at: Duration::ZERO,
             ticks: 0,
             changed_at: Duration::ZERO,
             bottleneck: None,
@@ -969,7 +966,6 @@ impl Steer for Auto {
 
     fn tick(&mut self, elapsed: Duration, streams: &[StreamView]) -> Vec<Steering> {
         self.now = elapsed;
-        self.looked_at = elapsed;
         // What each stream had acknowledged this tick first: the queue is
         // read from those streams only.
         self.delivered.note(elapsed, streams);
@@ -1050,24 +1046,24 @@ impl Steer for Auto {
     /// `LOOKS_PER_TICK` a tick, on a grid from the tick; but a tick reads
     /// only the looks of the round trip before it (`Delay::sample` drops the
     /// older), so on a path shorter than a tick the looks before that round
-    /// trip are not taken: the thread that would wake for them costs more
-    /// than the streams' reading.
-    fn sample_interval(&self) -> Option<Duration> {
+    /// trip are not taken: a look costs the streams' reading, and a wake
+    /// where no sender is awake to take it.
+    fn looks(&self) -> Option<Looks> {
         let tick = self.times().tick;
         let every = tick / path::LOOKS_PER_TICK;
-        let next = self.looked_at + every;
-        let read_from = (self.now + tick).saturating_sub(self.delay.base().unwrap_or(tick));
-        if next >= read_from || every.is_zero() {
-            return Some(every);
+        if every.is_zero() {
+            return None;
         }
         // The first point of the tick's grid in the round trip before the next tick.
-        let steps = (read_from - self.now).as_nanos().div_ceil(every.as_nanos());
-        let at = self.now + every * steps as u32;
-        Some(at - self.looked_at)
+        let before = tick.saturating_sub(self.delay.base().unwrap_or(tick));
+        let steps = before.as_nanos().div_ceil(every.as_nanos()).max(1);
+        Some(Looks {
+            first: every * steps as u32,
+            every,
+        })
     }
 
     fn sample(&mut self, elapsed: Duration, streams: &[StreamView]) {
-        self.looked_at = elapsed;
         self.delay.sample(elapsed, streams);
     }
 }

@@ -3,6 +3,8 @@
 //!
 //! The JSON lines (`interval`, `event`, `summary`) are `records`.
 
+pub mod looks;
+
 use std::io::{IsTerminal, Write};
 use std::net::TcpStream;
 use std::os::fd::AsFd;
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 use braid_cc::TcpInfo;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use self::looks::LookPlan;
 use crate::path::dispersion::Dispersion;
 use crate::records::{self, Interval, StreamSample, StreamSummary, Summary};
 
@@ -102,6 +105,8 @@ pub struct Telemetry {
     /// their TCP_INFO reads and what they asked), ns; u64::MAX while no
     /// steer ran.
     steer_cpu_ns: AtomicU64,
+    /// A steer's looks between its ticks, taken by the streams' senders.
+    looks: LookPlan<(u64, TcpInfo)>,
 }
 
 /// How a report says how a session was sealed: an unsealed one in words
@@ -116,11 +121,12 @@ pub fn sealed_words(suite: &str) -> String {
 
 impl Telemetry {
     pub fn new(streams: usize, output: Output) -> Arc<Self> {
+        let start = Instant::now();
         Arc::new(Telemetry {
             slots: Mutex::new((0..ROOM).map(|_| Slot::default()).collect()),
             shown: AtomicUsize::new(streams.min(ROOM)),
             bytes: (0..ROOM).map(|_| AtomicU64::new(0)).collect(),
-            start: Instant::now(),
+            start,
             expected: AtomicU64::new(0),
             output,
             stop: AtomicBool::new(false),
@@ -128,6 +134,7 @@ impl Telemetry {
             arrivals: Arc::new(Mutex::new(Dispersion::new())),
             bottleneck: AtomicU64::new(0),
             steer_cpu_ns: AtomicU64::new(u64::MAX),
+            looks: LookPlan::new(start, ROOM),
         })
     }
 
@@ -237,6 +244,35 @@ impl Telemetry {
                 (self.bytes[i].load(Ordering::Relaxed), info)
             })
             .collect()
+    }
+
+    /// Asks the streams' senders for a steer's looks between its ticks:
+    /// from the first, one every interval, until the next tick (`until`);
+    /// None asks for none.
+    pub fn plan_looks(&self, looks: Option<(Instant, Duration)>, until: Instant) {
+        self.looks.plan(looks, until);
+    }
+
+    /// Takes the steer's look at stream `stream` (its bytes and TCP_INFO)
+    /// if one is due: its sender calls it between its writes, with its
+    /// connection's `socket`. What the look costs is the steer's.
+    pub fn look_if_due(&self, stream: usize, socket: &TcpStream) {
+        let mut from = None;
+        if self.looks.take_if_due(stream, || {
+            from = Some(thread_cpu());
+            let info = braid_cc::tcp_info(socket.as_fd()).ok()?;
+            Some((self.bytes[stream].load(Ordering::Relaxed), info))
+        }) {
+            if let Some(f) = from {
+                self.steered_since(f);
+            }
+        }
+    }
+
+    /// The looks the senders took since the last call, oldest first: when,
+    /// which stream, its bytes and TCP_INFO.
+    pub fn looks_taken(&self) -> Vec<(Instant, usize, (u64, TcpInfo))> {
+        self.looks.take()
     }
 
     /// Runs `f` on every stream's current connection.
