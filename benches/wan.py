@@ -239,12 +239,7 @@ def main() -> None:
 
 def sender_summary(log: Path) -> records.Summary | None:
     """The sending end's summary record in a braid copy's log, if it printed one."""
-    for line in log.read_text().splitlines():
-        if line.startswith("{"):
-            rec = records.parse(line)
-            if isinstance(rec, records.Summary):
-                return rec
-    return None
+    return next((r for r in records.load(log.read_text()) if isinstance(r, records.Summary)), None)
 
 
 def cpu_table(chosen: list[Peer], runs: list[list[dict]]) -> None:

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use braid::proto::steer::{Steer, Steering, StreamView};
+use braid::proto::steer::{Looks, Steer, Steering, StreamView};
 use braid::steer::auto::{Auto, MU_WITHIN};
 use braid_sim::{Flow, FlowView, Outcome, Run, SimSteering, MSS};
 
@@ -203,7 +203,7 @@ pub fn autos(
                     let every = a
                         .looks()
                         .map_or(u64::MAX / 4, |l| l.every.as_nanos() as u64);
-                    look[k] += every * ((now - look[k]) / every + 1);
+                    look[k] = Looks::next_on_grid(look[k], every, now);
                 }
                 continue;
             }

@@ -94,6 +94,16 @@ pub struct Looks {
     pub every: Duration,
 }
 
+impl Looks {
+    /// The point of a grid of step `every` through `due` that comes first
+    /// after `now` (any one clock's nanoseconds, `now >= due`): a look taken
+    /// late does not move the next off the grid the tick planned.
+    pub fn next_on_grid(due: u64, every: u64, now: u64) -> u64 {
+        let every = every.max(1);
+        due + every * (now.saturating_sub(due) / every + 1)
+    }
+}
+
 /// A fixed list of steerings at given times; for tests and experiments that
 /// change a session on a schedule.
 pub struct Script {
@@ -126,6 +136,18 @@ impl Steer for Script {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_look_keeps_the_next_on_the_grid() {
+        // On time: the next is one step on.
+        assert_eq!(Looks::next_on_grid(100, 10, 100), 110);
+        // Late within a step, or by several: the next grid point after now.
+        assert_eq!(Looks::next_on_grid(100, 10, 105), 110);
+        assert_eq!(Looks::next_on_grid(100, 10, 110), 120);
+        assert_eq!(Looks::next_on_grid(100, 10, 137), 140);
+        // A step of zero is read as the smallest step, never a division by it.
+        assert_eq!(Looks::next_on_grid(100, 0, 100), 101);
+    }
 
     #[test]
     fn a_script_gives_each_step_once_in_time_order() {

@@ -411,13 +411,15 @@ impl FrameWriter {
     /// Sends a frame and then `len` bytes of data, each piece of which
     /// `fill(piece, at)` writes straight into the record that carries it
     /// (`at` counts from the data's start): no copy of a block, and no buffer
-    /// of a block's size. An error of `fill`'s is returned as it is (inner);
-    /// the connection is then mid-frame and must be given up.
+    /// of a block's size. `fill` is handed the connection's socket too, to
+    /// read its state between two records' writes. An error of `fill`'s is
+    /// returned as it is (inner); the connection is then mid-frame and must
+    /// be given up.
     pub fn send_block<E>(
         &mut self,
         header: &Message,
         len: usize,
-        mut fill: impl FnMut(&mut [u8], u64) -> std::result::Result<(), E>,
+        mut fill: impl FnMut(&mut [u8], u64, &TcpStream) -> std::result::Result<(), E>,
     ) -> Result<std::result::Result<(), E>> {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
@@ -429,7 +431,7 @@ impl FrameWriter {
         while done < len {
             let k = (len - done).min(braid_wire::seal::MAX_DATA - self.fill);
             let at = DATA_AT + self.fill;
-            if let Err(e) = fill(&mut self.rec[at..at + k], done as u64) {
+            if let Err(e) = fill(&mut self.rec[at..at + k], done as u64, &self.writer) {
                 return Ok(Err(e));
             }
             self.fill += k;
@@ -953,7 +955,7 @@ mod tests {
                     offset: 1000,
                     len: sent.len() as u32,
                 };
-                let r = c.w.send_block(&block, sent.len(), |piece, at| {
+                let r = c.w.send_block(&block, sent.len(), |piece, at, _| {
                     piece.copy_from_slice(&sent[at as usize..at as usize + piece.len()]);
                     Ok::<(), ()>(())
                 });

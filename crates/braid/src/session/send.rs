@@ -5,7 +5,7 @@
 //! the blocks the receiver held already) for the end-to-end check.
 
 use std::fs::File;
-use std::net::{Shutdown, TcpStream};
+use std::net::Shutdown;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
@@ -228,9 +228,6 @@ impl SendShared {
 /// connection dies. Returns `Ok(true)` when it ended the transfer normally.
 pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> bool {
     shared.tel.set_socket(stream, conn.stream());
-    // Its own handle on the socket for the steer's looks between writes
-    // (the writer is borrowed while it writes a block).
-    let looker = conn.stream().try_clone().ok();
     let Conn { mut r, mut w } = conn;
     let acks = {
         let shared = Arc::clone(&shared);
@@ -273,7 +270,7 @@ pub fn worker(stream: usize, gen: u64, conn: Conn, shared: Arc<SendShared>) -> b
                     })
                     .is_ok()
             }
-            Next::Block(b) => match send_block(&mut w, &shared, b, (stream, looker.as_ref())) {
+            Next::Block(b) => match send_block(&mut w, &shared, b, stream) {
                 Ok(()) => shared.tel.add(stream, b.len as u64),
                 Err(Failed::Source(why)) => {
                     let _ = shared.events.send(Event::SourceFailed(b.file, why));
@@ -307,12 +304,12 @@ enum Failed {
 /// Sends block `b`: read from its file piece by piece straight into the
 /// records that carry it, each piece hashed into the block's value on the
 /// way, so the bytes hashed are the bytes sent. Between records it takes
-/// the steer's look at its stream (`looker`: the stream and its socket).
+/// the steer's look at its stream (`stream`), if one is due.
 fn send_block(
     w: &mut FrameWriter,
     shared: &SendShared,
     b: BlockRef,
-    looker: (usize, Option<&TcpStream>),
+    stream: usize,
 ) -> Result<(), Failed> {
     let file = shared.file(b.file).map_err(Failed::Source)?;
     let size = shared.sizes[b.file as usize];
@@ -326,11 +323,9 @@ fn send_block(
         offset: b.offset,
         len: b.len,
     };
-    let sent = w.send_block(&header, b.len as usize, |piece, at| {
+    let sent = w.send_block(&header, b.len as usize, |piece, at, socket| {
         // Awake between two records' writes: the steer's look, if one is due.
-        if let (stream, Some(socket)) = looker {
-            shared.tel.look_if_due(stream, socket);
-        }
+        shared.tel.look_if_due(stream, socket);
         file.read_exact_at(piece, b.offset + at).map_err(|e| {
             format!(
                 "reading {} at {}: {e}",

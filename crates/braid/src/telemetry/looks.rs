@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::proto::steer::Looks;
+
 /// A stream's `due` when no look is asked of it.
 const NONE: u64 = u64::MAX;
 
@@ -88,11 +90,8 @@ impl<T> LookPlan<T> {
         }
         // The next on the plan's grid after now: a sender that came late
         // does not move the looks off the round trip the tick reads.
-        let (every, until) = (
-            self.every.load(Ordering::Relaxed).max(1),
-            self.until.load(Ordering::Relaxed),
-        );
-        let next = due + every * ((now - due) / every + 1);
+        let until = self.until.load(Ordering::Relaxed);
+        let next = Looks::next_on_grid(due, self.every.load(Ordering::Relaxed), now);
         // A sender late past the tick has no look before it to take.
         let late = now >= until;
         let next = if next >= until { NONE } else { next };
