@@ -871,8 +871,7 @@ fn assert_looked_between_ticks(ticks: &Ticks, looks: &Ticks, every: Duration, ti
         looks.windows(2).all(|w| w[0].0 <= w[1].0),
         "looks go forward in time"
     );
-    // Whichever thread takes a tick (a sender between records, or the
-    // driver), each is taken once: the next an interval after it or later.
+    // Each tick is taken once: the next an interval after it or later.
     assert!(
         ticks.windows(2).all(|w| w[1].0 - w[0].0 >= tick),
         "ticks an interval apart: {:?}",
