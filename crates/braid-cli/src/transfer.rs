@@ -69,9 +69,10 @@ pub struct SessionArgs {
     /// TCP-P mode: the group's strength k (it takes what k TCP flows take).
     #[arg(long, default_value = "1")]
     strength: Strength,
-    /// Auto mode: how many ordinary flows' share to keep to while others share the path.
-    #[arg(long, default_value = "1")]
-    fair_share: Strength,
+    /// Auto mode: how many ordinary flows' share to keep to while others share the path
+    /// (0: yield entirely, one stream at a few packets a round trip while they are there).
+    #[arg(long, default_value = "1", value_parser = parse_fair_share)]
+    fair_share: u32,
     /// Bytes per block (file transfers), e.g. 1M.
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     block_size: u64,
@@ -401,6 +402,20 @@ fn stop_on_signals() {
 }
 
 /// Sizes in bytes: k, M, G are powers of 1024 ("1M" = 1048576).
+/// `--fair-share`, in thousandths of a flow: 0 (yield entirely) or a strength (1 and up).
+fn parse_fair_share(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<f64>() {
+        Ok(0.0) => Ok(0),
+        Ok(k) if k.is_finite() => s
+            .parse::<Strength>()
+            .map(Strength::milli)
+            .map_err(|_| braid::steer::plan::fair_share_range(k)),
+        _ => Err(format!(
+            "{s:?} is not a number of flows (0 to yield entirely, or 1 and up)"
+        )),
+    }
+}
+
 fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let (num, mult) = match s.char_indices().last() {
@@ -488,7 +503,7 @@ fn params(s: &SessionArgs, kind: Kind) -> Result<SessionParams> {
         cc: s.cc.clone(),
         frac_cwnd: (1000.0 / s.virtual_rtt).round() as u16,
         strength_milli: if matches!(s.mode(), ModeArg::Auto) {
-            s.fair_share.milli()
+            s.fair_share
         } else {
             s.strength.milli()
         },
@@ -906,5 +921,25 @@ mod tests {
         assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
         assert!(parse_size("12x").unwrap_err().contains("suffix"));
         assert!(parse_size("0").is_err());
+    }
+
+    #[test]
+    fn fair_shares() {
+        assert_eq!(parse_fair_share("0").unwrap(), 0);
+        assert_eq!(parse_fair_share("0.0").unwrap(), 0);
+        assert_eq!(parse_fair_share("1").unwrap(), 1000);
+        assert_eq!(parse_fair_share("2.5").unwrap(), 2500);
+        let e = parse_fair_share("0.5").unwrap_err();
+        assert!(
+            e.contains("fair share 0.5") && e.contains("yield entirely"),
+            "{e}"
+        );
+        assert!(parse_fair_share("-1").unwrap_err().contains("out of range"));
+        assert!(parse_fair_share("many")
+            .unwrap_err()
+            .contains("not a number"));
+        assert!(parse_fair_share("inf")
+            .unwrap_err()
+            .contains("not a number"));
     }
 }

@@ -114,6 +114,24 @@ fn left_at_the_default_a_sending_server_without_controls_runs_auto_on_the_hosts_
     let (summary, ccs) = json_summary(&o);
     assert!(summary.contains("\"mode\":\"auto-2\""), "{summary}");
     assert!(ccs.iter().all(|c| *c == host_default()), "{ccs:?}");
+    // A sending server takes a fair share of none (it yields entirely) as the client asks.
+    let o = client(
+        &[
+            "bench",
+            &srv.addr,
+            "-t",
+            "0.5",
+            "-R",
+            "-n",
+            "2",
+            "--fair-share",
+            "0",
+            "--json",
+        ],
+        None,
+    );
+    ok(&o);
+    assert!(json_summary(&o).0.contains("\"mode\":\"auto-2\""));
     let get = format!("{}:g", srv.addr);
     let o = client(&["get", &get, back.to_str().unwrap(), "--json"], None);
     ok(&o);

@@ -106,3 +106,28 @@ fn completions_and_man_pages_cover_every_command() {
         "braid-send.1 documents its options"
     );
 }
+
+#[test]
+fn a_fair_share_is_none_or_one_flows_worth_at_least() {
+    // Port 1 on loopback: nothing listens, so a share that passed would fail differently.
+    let (code, err) = braid(&["bench", "--fair-share", "0.5", "127.0.0.1:1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("fair share 0.5") && err.contains("0 (yield entirely"),
+        "{err}"
+    );
+    let (code, err) = braid(&["bench", "--fair-share", "some", "127.0.0.1:1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a number of flows"), "{err}");
+    // 0 passes the command line: what stops it is the address nobody listens on.
+    let (code, err) = braid(&[
+        "bench",
+        "--fair-share",
+        "0",
+        "--ssh",
+        "never",
+        "127.0.0.1:1",
+    ]);
+    assert_ne!(code, 2, "{err}");
+    assert!(!err.contains("fair share"), "{err}");
+}

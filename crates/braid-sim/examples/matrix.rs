@@ -8,7 +8,8 @@
 //! Kinds: idle reno-1 reno-4 reno-16 cubic-1 cubic-4 cubic-16 bbr-1 bbr-4 mix
 //! cubic-arrive reno-arrive web udp auto-pair. BRAID_SIM_TRACE=1 prints auto's phases;
 //! BRAID_SIM_CELL=N runs each kind's N-th cell alone; BRAID_SIM_MU scales the
-//! bottleneck's rate the sessions are told (0: none is told).
+//! bottleneck's rate the sessions are told (0: none is told); BRAID_SIM_FAIR
+//! sets their `--fair-share` (0: they yield entirely while others are there).
 //!
 //! BRAID_SIM_CELLS=FILE runs the cells FILE lists instead of drawing them, a
 //! line each: `NAME KIND RTT_MS RATE_MBPS LINK...` (braid-link's words for the

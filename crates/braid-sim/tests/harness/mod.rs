@@ -165,7 +165,9 @@ pub fn autos(
         }));
     }
     let flows = beside(flows, others);
-    let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, 1, true)).collect();
+    // BRAID_SIM_FAIR: the sessions' `--fair-share` (1 unless given; 0: they yield entirely).
+    let fair = std::env::var("BRAID_SIM_FAIR").map_or(1, |v| v.parse().unwrap_or(1));
+    let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, fair, true)).collect();
     let mut due: Vec<u64> = (0..sessions).map(start).collect();
     // Each session's next look between its ticks (`Steer::sample`).
     let mut look: Vec<u64> = (0..sessions).map(start).collect();

@@ -58,9 +58,14 @@ pub fn check(p: &SessionParams) -> Result<(), String> {
         Mode::Combined => braid_cc::check_frac_cwnd(p.frac_cwnd as u32)
             .map(|_| ())
             .map_err(|e| e.to_string()),
-        Mode::Tcpp | Mode::Auto => Strength::from_milli(p.strength_milli)
+        Mode::Tcpp => Strength::from_milli(p.strength_milli)
             .map(|_| ())
             .map_err(|e| e.to_string()),
+        // Auto's fair share: ordinary flows' worth, or none (it yields entirely).
+        Mode::Auto if p.strength_milli == 0 => Ok(()),
+        Mode::Auto => Strength::from_milli(p.strength_milli)
+            .map(|_| ())
+            .map_err(|_| fair_share_range(p.strength_milli as f64 / 1000.0)),
         _ => Ok(()),
     }
 }
@@ -75,9 +80,21 @@ pub fn initial_streams(p: &SessionParams) -> usize {
     }
 }
 
-/// Auto's streams while others share the path: `--fair-share` ordinary flows, whole.
+/// Auto's streams while others share the path: `--fair-share` ordinary flows,
+/// whole; none where it is 0 (the group yields entirely).
 pub fn fair_streams(p: &SessionParams) -> usize {
-    ((p.strength_milli as f64 / 1000.0).round() as usize).max(1)
+    match p.strength_milli {
+        0 => 0,
+        k => ((k as f64 / 1000.0).round() as usize).max(1),
+    }
+}
+
+/// What a fair share out of range is told: the two kinds it may be.
+pub fn fair_share_range(k: f64) -> String {
+    format!(
+        "fair share {k} is out of range: 0 (yield entirely to others) or from 1 to {} ordinary flows",
+        Strength::MAX.as_f64()
+    )
 }
 
 /// Every stream's control for a session whose TCP-P group is `group`.
@@ -185,6 +202,23 @@ mod tests {
         let mut p = params(Mode::Tcpp, 5);
         p.strength_milli = 500;
         assert!(check(&p).unwrap_err().contains("strength"));
+        p.strength_milli = 0;
+        assert!(check(&p).unwrap_err().contains("strength"));
+        // Auto's fair share may be none (it yields entirely), else one flow's worth or more.
+        let mut p = params(Mode::Auto, 32);
+        p.strength_milli = 0;
+        assert!(check(&p).is_ok());
+        assert_eq!(fair_streams(&p), 0);
+        assert_eq!(initial_streams(&p), 2);
+        p.strength_milli = 500;
+        let e = check(&p).unwrap_err();
+        assert!(
+            e.contains("fair share 0.5") && e.contains("yield entirely"),
+            "{e}"
+        );
+        p.strength_milli = 2400;
+        assert!(check(&p).is_ok());
+        assert_eq!(fair_streams(&p), 2);
         let mut p = params(Mode::Parallel, 5);
         p.cc = "re no".into();
         assert!(check(&p).unwrap_err().contains("congestion control"));

@@ -1,6 +1,8 @@
 //! `--mode auto` (braid's default): streams of CUBIC, Linux's default
 //! congestion control (`session::auto_control`), as many as the path rewards while nobody else
-//! is on it, and as many as `--fair-share` ordinary flows once others are.
+//! is on it, and as many as `--fair-share` ordinary flows once others are
+//! (`--fair-share 0`: none, a scavenger's yield, one stream kept at a few
+//! packets a round trip while they are there).
 //!
 //! Why: parallel streams help where random loss, not congestion, holds each
 //! stream below its share of the path (Hacker and Athey 2002: throughput
@@ -56,13 +58,14 @@
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
 //! | | | ... and the second time: others fill the path | `Fair` |
 //! | | | else (the room untaken: the least queue of its second half is the path's floor from now), from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
+//! | | | else, told µ, the group moved less than µ and yields entirely (`--fair-share 0`): someone else is there, and it yields to a stiff source too | `Fair` |
 //! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue; one more stiff finding, k, where the group moved less than µ) | `Full`, capped a margin below what the path gave |
 //! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moved less than µ over it or µ is not known (someone came, or the path gives less) | `Ask`; but after asks that found a stiff source (k running, µ told), only one such rise in 2^k (at most 8): the others are the source's rise, and the cap follows it down as far below what the group moves as drains the queue in a DRAIN | `Ask`, or `Full` capped below |
 //! | | | ... and the group moved µ over it: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue at two ticks running for FREE (twice as long for each time running the same knee was measured, to 8 FREEs), the group short of µ: the path is not full, whatever one doubling measured | `Grow`, doubled |
-//! | `Fair` | `--fair-share`, uncapped: ordinary flows | after FREE, no queue stood for FREE (the others left, or are held elsewhere), or the group moves what it moved alone | `Grow`, from the streams the path needed |
+//! | `Fair` | `--fair-share`, uncapped: ordinary flows (`--fair-share 0`: one, paced to two packets a base RTT) | after FREE, no queue stood for FREE (the others left, or are held elsewhere; a group that yields entirely: for 2^(j-1) FREEs, j the times running it stepped aside, to 8), or the group moves what it moved alone | `Grow`, from the streams the path needed |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
 //! far below what the path gives is clear of its own noise 95 % of the
@@ -133,7 +136,15 @@ const MARGIN_MAX: f64 = 0.25;
 pub const MU_WITHIN: f64 = 0.05;
 /// A stream taken out on an end that cannot close and dial streams (a
 /// sending server) is paced to a trickle instead: a few packets a second.
-const TRICKLE: u64 = 4 * 1448;
+const TRICKLE: u64 = 4 * MSS as u64;
+/// The payload of a full-sized packet on an Ethernet path.
+const MSS: f64 = 1448.0;
+/// A group that yields entirely (`--fair-share 0`) keeps one stream paced to
+/// this many packets a base RTT while others share the path: LEDBAT's least
+/// window (RFC 6817's min_cwnd of two), which a delayed ACK answers once a
+/// round trip, so the queue is still read at every tick and the path is
+/// found free once they leave.
+const YIELD_PACKETS: f64 = 2.0;
 
 /// Where auto is (see the module's table).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -225,6 +236,8 @@ impl Times {
 
 pub struct Auto {
     most: usize,
+    /// Ordinary flows' worth while others share the path (`--fair-share`);
+    /// 0: the group yields entirely (`yielding`).
     fair: usize,
     dials: bool,
     phase: Phase,
@@ -257,6 +270,12 @@ pub struct Auto {
     /// so flows that back off and came meanwhile are found within a minute.
     stiff_seen: u32,
     stiff_followed: u32,
+    /// How many times running a group that yields entirely stepped aside
+    /// without finding the path its own in between: each time the FREE it
+    /// waits for before it tries the path again doubles (to 8 FREEs), as a
+    /// knee's does. A try costs the others the room it takes for an ask and
+    /// the group only its own time, which its user gave up to them.
+    yields: u32,
     /// What the path gave the group, bytes a second, when a queue last
     /// stood under it alone (or it probed higher without one).
     capacity: Option<f64>,
@@ -287,13 +306,14 @@ pub fn first_streams(most: usize, fair: usize) -> usize {
 
 impl Auto {
     /// `most` streams at the most (`-n`), `fair` while others share the
-    /// path (`--fair-share`, whole flows); `dials`: this end dials its
+    /// path (`--fair-share`, whole flows; 0: it yields entirely, one stream
+    /// paced to a few packets a round trip); `dials`: this end dials its
     /// streams, so it can add and close them (else it paces the ones it
     /// does not want to a trickle).
     pub fn new(most: usize, fair: usize, dials: bool) -> Auto {
         let n = first_streams(most, fair);
         let most = most.max(1);
-        let fair = fair.clamp(1, most);
+        let fair = fair.min(most);
         Auto {
             most,
             fair,
@@ -310,6 +330,7 @@ impl Auto {
             knee_seen: 0,
             stiff_seen: 0,
             stiff_followed: 0,
+            yields: 0,
             capacity: None,
             cap: None,
             alone: None,
@@ -398,6 +419,7 @@ impl Auto {
         if rate.is_some_and(|r| self.carries_bottleneck(r)) {
             // The group has the path to itself: no source is beside it.
             self.stiff_seen = 0;
+            self.yields = 0;
         }
         match self.phase {
             Phase::Start => {
@@ -493,13 +515,7 @@ impl Auto {
                 }
                 if held {
                     // The room was taken: flows that back off share the path.
-                    self.stiff_seen = 0;
-                    self.n = self.fair;
-                    self.cap = None;
-                    return Phase::Fair {
-                        since: now,
-                        clear_since: None,
-                    };
+                    return self.fair_from_now();
                 }
                 // Nobody took the room: the queue the path never went under
                 // meanwhile is no full path's, and a queue that rises later is
@@ -531,6 +547,12 @@ impl Auto {
                 // moved less than the bottleneck sends.
                 let short_of_mu = self.bottleneck.is_some()
                     && self.capacity.is_some_and(|c| !self.carries_bottleneck(c));
+                if short_of_mu && self.fair == 0 {
+                    // Someone else is on the path, and a group that yields
+                    // entirely yields to a source that does not back off too,
+                    // as LEDBAT yields to any queue it did not make.
+                    return self.fair_from_now();
+                }
                 if short_of_mu {
                     self.stiff_seen = (self.stiff_seen + 1).min(BACKOFF_MAX);
                 }
@@ -742,7 +764,7 @@ impl Auto {
                         clear_since: Some(now),
                     },
                     // Room again: the others left, or are held elsewhere.
-                    Some(c) if now >= c + t.free => self.regrow(),
+                    Some(c) if now >= c + t.free * self.yield_backoff() => self.regrow(),
                     Some(_) => self.phase,
                 }
             }
@@ -834,6 +856,21 @@ impl Auto {
         }
     }
 
+    /// `Fair`, entered now: others share the path. `--fair-share` ordinary
+    /// flows, uncapped; or one stream at a few packets a round trip.
+    fn fair_from_now(&mut self) -> Phase {
+        self.stiff_seen = 0;
+        if self.fair == 0 {
+            self.yields = (self.yields + 1).min(BACKOFF_MAX);
+        }
+        self.n = self.fair.max(1);
+        self.cap = self.yielding();
+        Phase::Fair {
+            since: self.now,
+            clear_since: None,
+        }
+    }
+
     /// `Full`, entered now: no slack, peak or climb yet.
     fn full_from_now(&self) -> Phase {
         Phase::Full {
@@ -848,6 +885,13 @@ impl Auto {
     /// first measurement, doubling with each that found the same knee.
     fn free_backoff(&self) -> u32 {
         1 << self.knee_seen.saturating_sub(1)
+    }
+
+    /// How many FREEs without a queue a group that yields entirely waits in
+    /// `Fair` before it tries the path again: 1 the first time, doubling
+    /// with each time running it stepped aside.
+    fn yield_backoff(&self) -> u32 {
+        1 << self.yields.saturating_sub(1)
     }
 
     /// How many rises of a queue that stands through a DRAIN in `Full` the
@@ -907,6 +951,14 @@ impl Auto {
             since: self.now,
             before: None,
         }
+    }
+
+    /// The cap while others share the path: none for ordinary flows; for a
+    /// group that yields entirely, its one stream's `YIELD_PACKETS` a base
+    /// RTT, as a scavenger (LEDBAT, RFC 6817; rLEDBAT, RFC 9840) keeps.
+    fn yielding(&self) -> Option<f64> {
+        let base = self.delay.base().unwrap_or(Duration::from_millis(100));
+        (self.fair == 0).then(|| YIELD_PACKETS * MSS / base.as_secs_f64())
     }
 
     /// Caps the group the margin `m` below `rate` to see who takes the room.

@@ -574,6 +574,76 @@ fn others_who_arrive_are_found_and_when_they_leave_the_path_is_taken_back() {
 }
 
 #[test]
+fn a_group_that_yields_entirely_keeps_one_stream_at_two_packets_a_round_trip_while_others_are_there(
+) {
+    let mut a = Auto::new(32, 0, true);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    let mut seen = Vec::new();
+    run(&mut a, &mut p, secs(200), |now, p, phase| {
+        p.others = if (secs(80)..secs(140)).contains(&now) {
+            Others::Elastic(4)
+        } else {
+            Others::Nobody
+        };
+        seen.push((now, p.carrying, a_cap_per_stream(p), phase));
+    });
+    let at = |t: u64| *seen.iter().find(|x| x.0 >= secs(t)).unwrap();
+    // Alone it is the default: as many streams as the path rewards, uncapped once full.
+    assert!(at(75).1 >= 16, "alone before: {:?}", at(75));
+    // Beside them, found as the default finds them: one stream, paced to LEDBAT's
+    // least window, two packets a base RTT (40 ms).
+    for x in seen.iter().filter(|x| (secs(95)..secs(140)).contains(&x.0)) {
+        assert_eq!(x.1, 1, "{x:?}");
+        assert!(matches!(x.3, Phase::Fair { .. }), "{x:?}");
+        assert!((x.2 - 2.0 * 1448.0 / 0.040).abs() < 1.0, "{x:?}");
+    }
+    // They left: the path is taken back, the group's cap (if any) near the path's rate.
+    assert!(at(155).1 >= 16, "after: {:?}", at(155));
+    let last = seen.last().unwrap();
+    assert!(last.2 * last.1 as f64 >= 0.7 * p.capacity, "{last:?}");
+}
+
+#[test]
+fn told_the_bottleneck_a_group_that_yields_entirely_yields_to_a_stiff_source_too() {
+    // Where the default fills the room a source that does not back off
+    // leaves (the test below), a group that yields entirely steps aside as
+    // soon as an ask shows someone else there: LEDBAT yields to any queue.
+    let mut a = Auto::new(32, 0, true);
+    a.bottleneck(100.0 * MB);
+    let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
+    p.others = Others::Stiff(30.0 * MB);
+    let mut fair_from = None;
+    let mut tries = Vec::new();
+    let mut aside = 0;
+    let mut before = "start";
+    run(&mut a, &mut p, secs(400), |now, _, phase| {
+        if phase.name() == "fair" {
+            fair_from.get_or_insert(now);
+            aside += 1;
+        }
+        if before == "fair" && phase.name() != "fair" {
+            tries.push(now);
+        }
+        before = phase.name();
+    });
+    let from = fair_from.expect("it never stepped aside");
+    assert!(from < secs(30), "{from:?}");
+    // Beside a source that keeps no queue it tries the path again after a FREE
+    // (5 s here), and finds it there again: each wait twice the last, to 8 FREEs.
+    let gaps: Vec<u64> = tries.windows(2).map(|w| (w[1] - w[0]).as_secs()).collect();
+    assert!(
+        gaps.len() >= 4 && gaps.windows(2).take(2).all(|g| g[1] > g[0]),
+        "{tries:?}"
+    );
+    assert!(gaps.iter().all(|g| *g <= 8 * 5 + 12), "{tries:?}");
+    let ticks = (secs(400).as_millis() / a.interval().as_millis()) as usize;
+    assert!(
+        aside * 10 >= 8 * (ticks - from.as_millis() as usize / 100),
+        "{aside} of {ticks}"
+    );
+}
+
+#[test]
 fn a_stiff_source_is_no_reason_to_step_aside_and_its_room_is_filled() {
     let mut a = Auto::new(32, 1, true);
     let mut p = Path::new(100.0 * MB, 5.0 * MB, 40.0);
