@@ -401,7 +401,6 @@ fn stop_on_signals() {
     });
 }
 
-/// Sizes in bytes: k, M, G are powers of 1024 ("1M" = 1048576).
 /// `--fair-share`, in thousandths of a flow: 0 (yield entirely) or a strength (1 and up).
 fn parse_fair_share(s: &str) -> Result<u32, String> {
     match s.trim().parse::<f64>() {
@@ -416,6 +415,7 @@ fn parse_fair_share(s: &str) -> Result<u32, String> {
     }
 }
 
+/// Sizes in bytes: k, M, G are powers of 1024 ("1M" = 1048576).
 fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let (num, mult) = match s.char_indices().last() {
