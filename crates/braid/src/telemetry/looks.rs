@@ -14,7 +14,7 @@
 //! One look a point of the plan's grid, of one stream, not one of every
 //! stream: what a look is for is the bottleneck's queue, which is in every
 //! stream's RTT, and a look of each stream at each point would cost as
-//! many reads as streams carry (at 32 streams, 256 a tick) for one queue.
+//! many reads as streams carry (at 32 streams, 224 a tick) for one queue.
 //! The first sender awake after the point takes it, so a point is missed
 //! only where no stream writes at all (nothing left to send, a stalled
 //! path); the tick's own reading of every stream sees those, and keeps a
