@@ -89,8 +89,7 @@ impl<T> LookPlan<T> {
         if stream >= self.streams {
             return false;
         }
-        let slot = &self.due;
-        let due = slot.load(Ordering::Acquire);
+        let due = self.due.load(Ordering::Acquire);
         if due == NONE {
             return false;
         }
@@ -107,7 +106,8 @@ impl<T> LookPlan<T> {
         let next = if next >= until { NONE } else { next };
         // Claimed before it is read: of the senders awake at once, one takes
         // it; a plan made meanwhile (a tick) stands.
-        if slot
+        if self
+            .due
             .compare_exchange(due, next, Ordering::AcqRel, Ordering::Relaxed)
             .is_err()
             || late
