@@ -796,7 +796,20 @@ impl FrameReader {
     /// The next message; the peer going away is an error. A peer's `Error`
     /// frame becomes `Error::Remote`.
     pub fn recv(&mut self) -> Result<Message> {
-        match self.recv_opt()? {
+        loop {
+            match self.recv_any()? {
+                Message::Keepalive => {}
+                m => return Ok(m),
+            }
+        }
+    }
+
+    /// The next frame, a keepalive too: for a loop that polls the connection
+    /// and has timers of its own. `recv` would go on past a keepalive and
+    /// wait for the next message, for as long as the peer has nothing more
+    /// to say, and the loop's timers with it.
+    pub fn recv_any(&mut self) -> Result<Message> {
+        match self.recv_frame()? {
             Some(Message::Error { code, message }) => Err(Error::Remote { code, message }),
             Some(m) => Ok(m),
             None => Err(Error::connect(
@@ -898,7 +911,9 @@ fn poll_in(fd: &impl std::os::fd::AsRawFd, bell: Option<&Bell>, timeout: Duratio
         pollfd(bell.map_or(-1, |b| b.0.as_raw_fd())),
     ];
     let n = if bell.is_some() { 2 } else { 1 };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // Rounded up: a wait of less than a millisecond would be a poll that
+    // returns at once, again and again until the moment passes.
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
     // SAFETY: `n` valid pollfds for the duration of the call.
     let ready = unsafe { libc::poll(p.as_mut_ptr(), n, ms) };
     ready > 0 && p[0].revents != 0
@@ -997,6 +1012,36 @@ mod tests {
             let e = s.recv_opt().unwrap_err();
             assert!(e.to_string().contains("without its sealed end"), "{e}");
         }
+    }
+
+    // The receiver's control loop polls, then reads one frame: a keepalive
+    // must come back to it, or its journals wait for the sender's next word.
+    #[test]
+    fn recv_any_hands_back_a_keepalive_and_recv_goes_past_it() {
+        let (mut c, mut s) = sealed_pair(Suite::Aes256Gcm);
+        for m in [
+            Message::Keepalive,
+            Message::Progress { bytes: 5 },
+            Message::Keepalive,
+            Message::Progress { bytes: 6 },
+        ] {
+            c.w.send(&m).unwrap();
+        }
+        assert!(s.r.wait_readable(Duration::from_secs(5)));
+        assert!(matches!(s.r.recv_any().unwrap(), Message::Keepalive));
+        assert!(matches!(
+            s.r.recv_any().unwrap(),
+            Message::Progress { bytes: 5 }
+        ));
+        assert!(matches!(
+            s.r.recv().unwrap(),
+            Message::Progress { bytes: 6 }
+        ));
+        // Nothing more: a wait shorter than a millisecond still waits (a poll
+        // that returned at once would be called again and again meanwhile).
+        let t = Instant::now();
+        assert!(!s.r.wait_readable(Duration::from_micros(300)));
+        assert!(t.elapsed() >= Duration::from_micros(300));
     }
 
     #[test]

@@ -949,7 +949,8 @@ pub fn drive_receiver(
         if life.abort.is_set() {
             return Err(stopped(life));
         }
-        let m = match r.recv() {
+        // A keepalive comes back here, to the journals' and the batch's timers.
+        let m = match r.recv_any() {
             Ok(m) => m,
             Err(e) if life.abort.is_set() => {
                 let _ = e;
@@ -958,6 +959,9 @@ pub fn drive_receiver(
             Err(e) => return Err(e),
         };
         waiting_since = Instant::now();
+        if matches!(m, Message::Keepalive) {
+            continue;
+        }
         match core.on_control(m)? {
             Step::Verify { file, hash } => {
                 shared.verify(file, &hash)?;
