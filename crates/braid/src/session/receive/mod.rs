@@ -705,6 +705,9 @@ impl RecvShared {
             return Ok(());
         }
         f.held.insert(l.offset, l.end);
+        if let Some(part) = &f.file {
+            staging::write_behind(part, l.offset, l.end);
+        }
         if let Some((i, h)) = l.hasher {
             f.tree.set(i, h.finish());
         }

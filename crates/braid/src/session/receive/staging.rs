@@ -170,6 +170,30 @@ pub fn punch_hole(file: &File, start: u64, end: u64) -> io::Result<()> {
     }
 }
 
+/// Starts writing `start..end` of `file` to its device, without waiting
+/// for it (write-behind). A landed block's pages otherwise stay dirty until
+/// the kernel's writeback finds them (up to half a minute later, or when a
+/// tenth of memory is dirty), and the sync that makes a file durable before
+/// it is published then writes all of that at the end: seconds on a disk
+/// slower than the path, every one of them after the last byte arrived.
+/// Begun as each block lands, the writing overlaps the transfer and the end's
+/// sync waits for the last blocks only. Advisory: a filesystem that refuses
+/// is left to that sync, which reports any error that matters.
+pub fn write_behind(file: &File, start: u64, end: u64) {
+    if end <= start {
+        return;
+    }
+    // SAFETY: sync_file_range on an fd we own; it only schedules I/O.
+    unsafe {
+        libc::sync_file_range(
+            file.as_raw_fd(),
+            start as _,
+            (end - start) as _,
+            libc::SYNC_FILE_RANGE_WRITE,
+        );
+    }
+}
+
 /// Whether a block is all zeros (then it is written as a hole). Real data
 /// shows a non-zero byte at once; a zero block is or-ed in 16-byte words,
 /// which the compiler vectorises.
