@@ -480,7 +480,7 @@ fn a_bench_session_ends_once_both_counts_are_told_whatever_its_streams_hold() {
         panic!("not accepted")
     };
     let data = TcpStream::connect(&addr).unwrap();
-    let mut conn = session::attach(data.try_clone().unwrap(), session, 0, 1, &key).unwrap();
+    let mut conn = session::attach(data.try_clone().unwrap(), session, 0, 1, &key, false).unwrap();
     conn.w.stage_zeros(1 << 16).unwrap();
     while conn.w.write_staged().unwrap() > 0 {}
     let mut data = data;
@@ -497,6 +497,42 @@ fn a_bench_session_ends_once_both_counts_are_told_whatever_its_streams_hold() {
         Ok(0) => {}
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
         Ok(n) => panic!("{n} bytes on a bench's data stream"),
+    }
+}
+
+/// A sending stream's blocks follow its attach without waiting for the
+/// acceptance, which is then the first frame it reads; a refused attach is
+/// the server's word, not a stream that quietly sends into nothing.
+#[test]
+fn a_sending_stream_sends_before_its_acceptance_and_reads_it_first() {
+    let d = tempfile::tempdir().unwrap();
+    let addr = serve(d.path());
+    let (_ctrl, session, key) = raw_send_session(&addr, "f", 10);
+    let data = TcpStream::connect(&addr).unwrap();
+    let mut conn = session::attach(data, session, 0, 1, &key, true).unwrap();
+    let block = Message::Block {
+        file: 0,
+        offset: 0,
+        len: 10,
+    };
+    let sent = conn.w.send_block(&block, 10, |piece, _, _| {
+        piece.fill(7);
+        Ok::<(), ()>(())
+    });
+    assert!(matches!(sent, Ok(Ok(()))));
+    // The acceptance was read and checked on the way to the block's ack.
+    match conn.recv() {
+        Ok(Message::Progress { bytes }) => assert!(bytes > 0),
+        other => panic!("{other:?}"),
+    }
+    // A refused attach (here a replay of this one's counter) ends the stream
+    // at its first read. The refusal crosses in the clear, before any keys
+    // of the connection, so it is not taken as the server's word.
+    let data = TcpStream::connect(&addr).unwrap();
+    let mut conn = session::attach(data, session, 0, 1, &key, true).unwrap();
+    match conn.recv() {
+        Err(Error::Tampered(_)) => {}
+        other => panic!("{other:?}"),
     }
 }
 

@@ -38,7 +38,9 @@
 //!   C -> S  Attach {session, stream, counter, mac}   a replayed counter or wrong mac: Error 401;
 //!                                                    a stream past the session's: Error 400
 //!   (sealed from here, with keys of this connection: the session key, stream and counter)
-//!   S -> C  Accepted {session}
+//!   S -> C  Accepted {session}                 a client that sends does not wait for it: its
+//!                                              blocks follow the Attach, and Accepted is the
+//!                                              first frame it reads back
 //!   sender -> receiver  Block {file, offset, len} + bytes, ...
 //!   receiver -> sender  Progress {bytes}     cumulative on this connection: acknowledges a prefix
 //!   receiver -> sender  Bottleneck {bytes_per_sec}  the path's bottleneck as the receiver's

@@ -158,7 +158,8 @@ fn dialer<'a>(
         let control = control.as_ref().map(|(c, maps)| (c, *maps));
         let s = session::connect(addr, &cfg.sock, control)?;
         let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut conn = session::attach(s, session, i as u16, n, &agreed)?;
+        // A sending stream's blocks follow its attach without a round trip.
+        let mut conn = session::attach(s, session, i as u16, n, &agreed, sending.is_some())?;
         conn.set_idle(&idle);
         Ok(conn)
     }

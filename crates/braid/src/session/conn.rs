@@ -142,6 +142,9 @@ pub struct FrameReader {
     /// Reads fail once this passes (the whole handshake, not each read).
     deadline: Option<Instant>,
     idle: Option<Idle>,
+    /// A data stream that sends before its acceptance arrives: the session
+    /// its first frame must accept (see `session::attach`).
+    accepting: Option<u64>,
 }
 
 /// A connection's socket as its reader reads it: plainly, or with each read
@@ -217,6 +220,7 @@ impl Conn {
                 limit: MAX_FRAME,
                 deadline: None,
                 idle: None,
+                accepting: None,
             },
             w: FrameWriter {
                 writer,
@@ -713,7 +717,34 @@ impl FrameReader {
         }
     }
 
+    /// The peer's first frame must accept this stream into `session`:
+    /// until it does, whatever else comes is an error, and its refusal is
+    /// the peer's word.
+    pub fn expect_acceptance(&mut self, session: u64) {
+        self.accepting = Some(session);
+    }
+
     fn recv_frame(&mut self) -> Result<Option<Message>> {
+        let m = self.read_frame()?;
+        let Some(session) = self.accepting else {
+            return Ok(m);
+        };
+        self.accepting = None;
+        match m {
+            Some(Message::Accepted { session: s }) if s == session => self.read_frame(),
+            Some(Message::Error { code, message }) => Err(Error::Remote { code, message }),
+            None => Err(Error::connect(
+                format!("attaching to {}", self.peer),
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the connection closed before the stream was accepted",
+                ),
+            )),
+            Some(m) => Err(crate::proto::unexpected("the stream's acceptance", &m)),
+        }
+    }
+
+    fn read_frame(&mut self) -> Result<Option<Message>> {
         let mut len = [0u8; 4];
         match self.fill(&mut len) {
             Ok(0) => return Ok(None),
