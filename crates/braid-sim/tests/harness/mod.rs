@@ -169,11 +169,8 @@ pub fn autos(
     let fair = std::env::var("BRAID_SIM_FAIR").map_or(1, |v| v.parse().unwrap_or(1));
     let mut autos: Vec<Auto> = (0..sessions).map(|_| Auto::new(MOST, fair, true)).collect();
     let mut due: Vec<u64> = (0..sessions).map(start).collect();
-    // Each session's next look between its ticks (`Steer::sample`), and how
-    // many it took: a look is of one stream, taken in the engine by whichever
-    // sender is awake first, here by each carrying stream in turn.
+    // Each session's next look between its ticks (`Steer::sample`).
     let mut look: Vec<u64> = (0..sessions).map(start).collect();
-    let mut looked: Vec<usize> = vec![0; sessions];
     let mut moved: Vec<Vec<(f64, u64)>> = vec![Vec::new(); sessions];
     let mut phases: Vec<Vec<(&'static str, f64)>> = vec![Vec::new(); sessions];
     // Each session's phase since its last tick, and when that tick was.
@@ -203,18 +200,7 @@ pub fn autos(
             if now < due[k] {
                 if now >= look[k] && now >= start(k) {
                     let a = &mut autos[k];
-                    let views: Vec<StreamView> = stream_views(mine)
-                        .into_iter()
-                        .filter(|v| v.info.is_some())
-                        .collect();
-                    if !views.is_empty() {
-                        let one = &views[looked[k] % views.len()];
-                        looked[k] += 1;
-                        a.sample(
-                            Duration::from_nanos(now - start(k)),
-                            std::slice::from_ref(one),
-                        );
-                    }
+                    a.sample(Duration::from_nanos(now - start(k)), &stream_views(mine));
                     // The next on the tick's grid, as the engine's senders take them.
                     let every = a
                         .looks()

@@ -1,6 +1,5 @@
-//! Looks at a session's streams between its steer's ticks, each taken by
-//! whichever stream's sender is first between two writes once it falls
-//! due, of that sender's own socket.
+//! Looks at a session's streams between its steer's ticks, each stream's
+//! taken by its own sender between two writes.
 //!
 //! A steer's thread that woke for each look would spend more on the wake
 //! than on the look (a wake costs tens of µs of CPU, reading a socket's
@@ -9,17 +8,9 @@
 //! TCP_INFO under the socket's lock). A stream's sender is awake anyway,
 //! each time an ACK frees room in its socket's buffer, and reads its own
 //! socket between its writes, when nobody holds it: the look costs the
-//! read alone. The steer's thread takes the looks at its next tick.
-//!
-//! One look a point of the plan's grid, of one stream, not one of every
-//! stream: what a look is for is the bottleneck's queue, which is in every
-//! stream's RTT, and a look of each stream at each point would cost as
-//! many reads as streams carry (at 32 streams, 224 a tick) for one queue.
-//! The first sender awake after the point takes it, so a point is missed
-//! only where no stream writes at all (nothing left to send, a stalled
-//! path); the tick's own reading of every stream sees those, and keeps a
-//! stream's own delay above the others' (a sparse stream's delayed
-//! acknowledgement) out of the tick's least.
+//! read alone. The steer's thread takes the looks at its next tick. A
+//! stream whose sender is not writing (nothing left to send, a stalled
+//! path) is not looked at; the tick's own reading sees it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,22 +19,21 @@ use std::time::{Duration, Instant};
 
 use crate::proto::steer::Looks;
 
-/// `due` when no look is asked for.
+/// A stream's `due` when no look is asked of it.
 const NONE: u64 = u64::MAX;
 
-/// Looks kept for the steer at most: far more than a tick asks for (8). A
-/// steer's thread late by many ticks loses the oldest, which its tick would
-/// not read (it reads the round trip before it).
+/// Looks kept for the steer at most: more than a tick asks of every stream
+/// auto may carry (8 looks of 32 streams). A steer's thread late by many
+/// ticks loses the oldest, which its tick would not read (it reads the
+/// round trip before it).
 pub const KEPT: usize = 1024;
 
 /// The steer's plan of looks and the looks taken: each a `T` of one stream,
 /// with when it was taken.
 pub struct LookPlan<T> {
     epoch: Instant,
-    /// The streams a look may be of: `0..streams`.
-    streams: usize,
-    /// When the next look falls due, ns from `epoch`; or NONE.
-    due: AtomicU64,
+    /// When each stream's next look falls due, ns from `epoch`; or NONE.
+    due: Vec<AtomicU64>,
     every: AtomicU64,
     /// The next tick (ns from `epoch`): the looks it asked end there.
     until: AtomicU64,
@@ -55,8 +45,7 @@ impl<T> LookPlan<T> {
     pub fn new(epoch: Instant, streams: usize) -> Self {
         LookPlan {
             epoch,
-            streams,
-            due: AtomicU64::new(NONE),
+            due: (0..streams).map(|_| AtomicU64::new(NONE)).collect(),
             every: AtomicU64::new(0),
             until: AtomicU64::new(0),
             taken: Mutex::new(VecDeque::new()),
@@ -67,8 +56,9 @@ impl<T> LookPlan<T> {
         t.saturating_duration_since(self.epoch).as_nanos() as u64
     }
 
-    /// Asks for looks from `first`, one every `every`, until `until` (the
-    /// next tick); None asks for none. It replaces the plan before it.
+    /// Asks each stream for looks from `first`, one every `every`, until
+    /// `until` (the next tick); None asks for none. It replaces the plan
+    /// before it.
     pub fn plan(&self, looks: Option<(Instant, Duration)>, until: Instant) {
         let first = match looks.filter(|(f, e)| *f < until && !e.is_zero()) {
             Some((first, every)) => {
@@ -78,18 +68,19 @@ impl<T> LookPlan<T> {
             }
             None => NONE,
         };
-        self.due.store(first, Ordering::Release);
+        for d in &self.due {
+            d.store(first, Ordering::Release);
+        }
     }
 
-    /// Takes the look that is due, if one is, of stream `stream`, whose
-    /// sender calls: `read` reads it (None: it could not). Whether this
-    /// sender took it. Cheap when none is due: an atomic load and (when one
-    /// is planned) the clock.
+    /// Takes stream `stream`'s look if one is due: `read` reads it (None:
+    /// it could not). Whether one was due. Cheap when none is: an atomic
+    /// load and (when one is planned) the clock.
     pub fn take_if_due(&self, stream: usize, read: impl FnOnce() -> Option<T>) -> bool {
-        if stream >= self.streams {
+        let Some(slot) = self.due.get(stream) else {
             return false;
-        }
-        let due = self.due.load(Ordering::Acquire);
+        };
+        let due = slot.load(Ordering::Acquire);
         if due == NONE {
             return false;
         }
@@ -104,10 +95,9 @@ impl<T> LookPlan<T> {
         // A sender late past the tick has no look before it to take.
         let late = now >= until;
         let next = if next >= until { NONE } else { next };
-        // Claimed before it is read: of the senders awake at once, one takes
-        // it; a plan made meanwhile (a tick) stands.
-        if self
-            .due
+        // Claimed before it is read: a stream's old connection's sender and
+        // its new one's take it once; a plan made meanwhile (a tick) stands.
+        if slot
             .compare_exchange(due, next, Ordering::AcqRel, Ordering::Relaxed)
             .is_err()
             || late
@@ -141,36 +131,33 @@ mod tests {
     const LONG: Duration = Duration::from_secs(100);
 
     #[test]
-    fn a_look_is_taken_once_when_due_by_the_first_sender_and_then_on_the_grid() {
+    fn a_streams_look_is_taken_once_when_due_and_then_on_the_grid() {
         let p = LookPlan::new(Instant::now(), 2);
         assert!(!p.take_if_due(0, || Some(0)), "none asked for");
         let now = Instant::now();
         p.plan(Some((now + 400 * MS, 100 * MS)), now + LONG);
         assert!(!p.take_if_due(0, || Some(1)), "not due yet");
         p.plan(Some((now, 100 * MS)), now + LONG);
-        assert!(
-            p.take_if_due(1, || Some(2)),
-            "the first sender awake takes it"
-        );
+        assert!(p.take_if_due(0, || Some(2)));
         assert!(
             !p.take_if_due(0, || Some(3)),
-            "taken once, of one stream: the next is a grid step on"
+            "taken once: the next is a grid step on"
         );
+        assert!(p.take_if_due(1, || Some(4)), "each stream has its own");
         std::thread::sleep(120 * MS);
-        assert!(!p.take_if_due(2, || Some(4)), "no such stream");
         assert!(
             p.take_if_due(0, || Some(5)),
             "a late sender takes the one due"
         );
         assert!(
-            !p.take_if_due(1, || Some(6)),
-            "and nobody the one it was late past"
+            !p.take_if_due(0, || Some(6)),
+            "and not the one it was late past"
         );
-        std::thread::sleep(100 * MS);
         assert!(p.take_if_due(1, || None), "one that could not be read");
+        assert!(!p.take_if_due(2, || Some(7)), "no such stream");
         let taken = p.take();
         let seen: Vec<_> = taken.iter().map(|t| (t.1, t.2)).collect();
-        assert_eq!(seen, vec![(1, 2), (0, 5)]);
+        assert_eq!(seen, vec![(0, 2), (1, 4), (0, 5)]);
         assert!(taken.windows(2).all(|w| w[0].0 <= w[1].0), "oldest first");
         assert!(p.take().is_empty(), "each look is told once");
     }
@@ -212,17 +199,17 @@ mod tests {
     }
 
     #[test]
-    fn senders_awake_at_once_take_each_look_once() {
-        let p = std::sync::Arc::new(LookPlan::new(Instant::now(), 3));
+    fn two_senders_of_one_stream_take_each_look_once() {
+        let p = std::sync::Arc::new(LookPlan::new(Instant::now(), 1));
         let now = Instant::now();
         p.plan(Some((now, 2 * MS)), now + 60 * MS);
         let threads: Vec<_> = (0..3)
-            .map(|stream| {
+            .map(|_| {
                 let p = std::sync::Arc::clone(&p);
                 std::thread::spawn(move || {
                     let end = Instant::now() + 80 * MS;
                     while Instant::now() < end {
-                        p.take_if_due(stream, || Some(()));
+                        p.take_if_due(0, || Some(()));
                     }
                 })
             })

@@ -247,15 +247,14 @@ impl Telemetry {
     }
 
     /// Asks the streams' senders for a steer's looks between its ticks:
-    /// from the first, one every interval, until the next tick (`until`),
-    /// each taken by the first sender awake once it falls due; None asks
-    /// for none.
+    /// from the first, one every interval, until the next tick (`until`);
+    /// None asks for none.
     pub fn plan_looks(&self, looks: Option<(Instant, Duration)>, until: Instant) {
         self.looks.plan(looks, until);
     }
 
-    /// Takes the steer's look, if one is due, at stream `stream` (its bytes
-    /// and TCP_INFO): its sender calls it between its writes, with its
+    /// Takes the steer's look at stream `stream` (its bytes and TCP_INFO)
+    /// if one is due: its sender calls it between its writes, with its
     /// connection's `socket`. What the look costs is the steer's.
     pub fn look_if_due(&self, stream: usize, socket: &TcpStream) {
         let mut from = None;
