@@ -724,24 +724,37 @@ impl FrameReader {
         self.accepting = Some(session);
     }
 
-    fn recv_frame(&mut self) -> Result<Option<Message>> {
-        let m = self.read_frame()?;
-        let Some(session) = self.accepting else {
-            return Ok(m);
+    /// Reads the acceptance [`FrameReader::expect_acceptance`] asked for,
+    /// if it is still to come: a stream that waits for it calls this at
+    /// once, one that sends meets it at its first read.
+    pub fn await_acceptance(&mut self) -> Result<()> {
+        let Some(session) = self.accepting.take() else {
+            return Ok(());
         };
-        self.accepting = None;
-        match m {
-            Some(Message::Accepted { session: s }) if s == session => self.read_frame(),
-            Some(Message::Error { code, message }) => Err(Error::Remote { code, message }),
-            None => Err(Error::connect(
-                format!("attaching to {}", self.peer),
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the connection closed before the stream was accepted",
-                ),
-            )),
-            Some(m) => Err(crate::proto::unexpected("the stream's acceptance", &m)),
+        loop {
+            match self.read_frame()? {
+                Some(Message::Keepalive) => {}
+                Some(Message::Accepted { session: s }) if s == session => return Ok(()),
+                Some(Message::Error { code, message }) => {
+                    return Err(Error::Remote { code, message })
+                }
+                None => {
+                    return Err(Error::connect(
+                        format!("attaching to {}", self.peer),
+                        io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the connection closed before the stream was accepted",
+                        ),
+                    ))
+                }
+                Some(m) => return Err(crate::proto::unexpected("the stream's acceptance", &m)),
+            }
         }
+    }
+
+    fn recv_frame(&mut self) -> Result<Option<Message>> {
+        self.await_acceptance()?;
+        self.read_frame()
     }
 
     fn read_frame(&mut self) -> Result<Option<Message>> {

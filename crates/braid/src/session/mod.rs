@@ -388,14 +388,11 @@ pub fn attach(
         },
         true,
     ));
-    if sends {
-        conn.r.expect_acceptance(session);
-        return Ok(conn);
+    conn.r.expect_acceptance(session);
+    if !sends {
+        conn.r.await_acceptance()?;
     }
-    match conn.recv()? {
-        Message::Accepted { session: s } if s == session => Ok(conn),
-        m => Err(unexpected("the stream's acceptance", &m)),
-    }
+    Ok(conn)
 }
 
 /// The largest frame a data connection takes: its frames are block headers,
