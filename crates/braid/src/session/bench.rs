@@ -229,24 +229,28 @@ pub fn close_receiving(
         move || bell.ring()
     });
     let began = Instant::now();
-    loop {
+    let said = loop {
         bell.clear();
         let c = life.tally.counts();
         let left = end.saturating_duration_since(Instant::now());
-        if life.abort.is_set()
-            || (c.started > 0 && c.finished >= c.started)
-            || left.is_zero()
-            || ctrl.r.wait_readable_or(&bell, left.min(IDLE_LOOK))
-        {
-            break;
+        if life.abort.is_set() || (c.started > 0 && c.finished >= c.started) || left.is_zero() {
+            break answer(ctrl, life);
+        }
+        if ctrl.r.wait_readable_or(&bell, left.min(IDLE_LOOK)) {
+            // The sender's keepalive (its tenth quiet second) is no close:
+            // back to watching the streams and the stop, not a read that
+            // waits for the next message however long the bench lasts.
+            match ctrl.r.recv_any() {
+                Ok(Message::Keepalive) => continue,
+                said => break said,
+            }
         }
         // A sender that attached nothing and says nothing is not waited for
         // as long as its bench would last.
         if let Some(e) = ctrl.r.idle_error(began) {
             return Err(e);
         }
-    }
-    let said = answer(ctrl, life);
+    };
     life.tally.wait(|started| started, &life.abort, TAIL);
     let sent = match said? {
         Message::Close { bytes } => bytes,
@@ -254,4 +258,45 @@ pub fn close_receiving(
     };
     ctrl.send(&Message::Close { bytes: tel.total() })?;
     Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::cancel::Cancel;
+    use crate::telemetry::Output;
+
+    // A bench longer than the keepalive period: the sender's keepalive must
+    // not leave the receiving end in a read that only the sender's close
+    // ends, deaf to its own Ctrl-C.
+    #[test]
+    fn a_receiving_end_past_a_keepalive_still_hears_its_stop() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut sender = Conn::new(TcpStream::connect(l.local_addr().unwrap()).unwrap()).unwrap();
+        let mut ctrl = Conn::new(l.accept().unwrap().0).unwrap();
+        let user = Cancel::new();
+        let life = Life::new(&user);
+        let tel = Telemetry::new(1, Output::Quiet);
+        let (tx, rx) = mpsc::channel();
+        thread::scope(|s| {
+            s.spawn(|| {
+                let r = close_receiving(&mut ctrl, &life, Duration::from_secs(60), &tel);
+                tx.send(r.map_err(|e| e.to_string())).unwrap();
+            });
+            sender.send(&Message::Keepalive).unwrap();
+            thread::sleep(Duration::from_millis(300));
+            assert!(rx.try_recv().is_err(), "a keepalive does not end the wait");
+            user.cancel();
+            let r = rx.recv_timeout(Duration::from_secs(10));
+            // Unblocks the old shape's read, so a failure fails rather than hangs.
+            sender.send(&Message::Close { bytes: 0 }).unwrap();
+            match r {
+                Ok(Err(e)) => assert!(e.contains("nterrupt"), "{e}"),
+                other => panic!("the stop was not heard: {other:?}"),
+            }
+        });
+    }
 }
