@@ -51,7 +51,10 @@
 //! files, on the control connection, while the streams run
 //!   sender -> receiver  Verify {file, blake3}   all of the file acknowledged, its hash complete
 //!   receiver -> sender  Verify {file, blake3}   the receiver's own hash agrees; the file is published
-//!   sender -> receiver  Close {bytes}           every file verified
+//!   sender -> receiver  Close {bytes}           right behind the last Verify, without waiting
+//!                                              for the answers: every file is announced
+//!   receiver -> sender  Verify*                 its answers to every Verify before the Close
+//!                                              (a Close before them all: the session fails)
 //!   receiver -> sender  Removed* (FLAG_DELETE: what it removed once every file was published)
 //!   receiver -> sender  Close {bytes}
 //!

@@ -1,7 +1,9 @@
 //! The sending end of a file session, without I/O: which block each stream
 //! carries next, which files are wholly acknowledged (and so need their hash
 //! completed), when a file is announced with `Verify`, whether the receiver's
-//! `Verify` agrees, and when the session closes. Streams join and leave here:
+//! `Verify` agrees, and when the session closes: `Close` follows the last
+//! `Verify` at once (nothing is sent after it whatever the answers say),
+//! and the receiver answers every file before its own `Close`. Streams join and leave here:
 //! a stream asked to leave takes no new block and detaches once the receiver
 //! has acknowledged what it carries.
 //!
@@ -39,8 +41,12 @@ pub enum Action {
     Hash(u32),
     /// Dial this stream (it joins the session, or is wanted again after leaving).
     Open(usize),
-    /// Every file is verified: say `Close` with the bytes this end sent.
+    /// Every file is announced: say `Close` with the bytes this end sent,
+    /// behind the last `Verify` (the receiver answers those first).
     Close,
+    /// Every file is verified: the receiver's `Close` comes next, and is
+    /// waited for from now on.
+    AllVerified,
     /// The receiver confirmed the end; it counted this many bytes.
     Finished(u64),
     /// The session failed: tell the peer why and stop every stream.
@@ -72,7 +78,8 @@ enum Slot {
 #[derive(Debug, PartialEq, Eq)]
 enum Phase {
     Moving,
-    /// `Close` sent; waiting for the receiver's.
+    /// `Close` sent behind the last `Verify`; waiting for the receiver's
+    /// answers to them, then its `Close`.
     Closing,
     Over,
 }
@@ -86,6 +93,8 @@ pub struct SenderCore {
     slots: Vec<Slot>,
     files: Vec<File>,
     names: Vec<String>,
+    /// Files not yet announced (moving or hashing).
+    unannounced: usize,
     unverified: usize,
     phase: Phase,
     actions: VecDeque<Action>,
@@ -110,6 +119,7 @@ impl SenderCore {
                 .map(|f| if f.2 { File::Verified } else { File::Moving })
                 .collect(),
             names: files.iter().map(|f| f.0.clone()).collect(),
+            unannounced: files.iter().filter(|f| !f.2).count(),
             unverified: files.iter().filter(|f| !f.2).count(),
             phase: Phase::Moving,
             actions: VecDeque::new(),
@@ -267,20 +277,24 @@ impl SenderCore {
     pub fn on_hashed(&mut self, file: u32, hash: [u8; 32]) {
         if self.files.get(file as usize) == Some(&File::Hashing) {
             self.files[file as usize] = File::Announced(hash);
+            self.unannounced -= 1;
             self.actions
                 .push_back(Action::Send(Message::Verify { file, hash }));
+            self.check_end();
         }
     }
 
     /// A message from the receiver on the control connection.
     pub fn on_control(&mut self, m: Message) {
         match (&self.phase, m) {
-            (Phase::Moving, Message::Verify { file, hash }) => {
+            (Phase::Moving | Phase::Closing, Message::Verify { file, hash }) => {
                 match self.files.get(file as usize).copied() {
                     Some(File::Announced(ours)) if ours == hash => {
                         self.files[file as usize] = File::Verified;
                         self.unverified -= 1;
-                        self.check_end();
+                        if self.unverified == 0 && self.phase == Phase::Closing {
+                            self.actions.push_back(Action::AllVerified);
+                        }
                     }
                     Some(File::Announced(_)) => self.fail(Error::Verify(format!(
                         "{}: the receiver's BLAKE3 differs",
@@ -291,11 +305,17 @@ impl SenderCore {
                     ))),
                 }
             }
-            (Phase::Closing, Message::Close { bytes }) => {
+            (Phase::Closing, Message::Close { bytes }) if self.unverified == 0 => {
                 self.phase = Phase::Over;
                 self.actions.push_back(Action::Finished(bytes));
             }
-            (Phase::Closing, m) => self.fail(unexpected("the receiver's close", &m)),
+            (Phase::Closing, Message::Close { .. }) => self.fail(Error::Protocol(format!(
+                "the receiver closed with {} files not verified",
+                self.unverified
+            ))),
+            (Phase::Closing, m) => {
+                self.fail(unexpected("a verification or the receiver's close", &m))
+            }
             (_, m) => self.fail(unexpected("a verification", &m)),
         }
     }
@@ -315,10 +335,14 @@ impl SenderCore {
         }
     }
 
+    /// Once the last file is announced, `Close` follows its `Verify`.
     fn check_end(&mut self) {
-        if self.unverified == 0 && self.phase == Phase::Moving {
+        if self.unannounced == 0 && self.phase == Phase::Moving {
             self.phase = Phase::Closing;
             self.actions.push_back(Action::Close);
+            if self.unverified == 0 {
+                self.actions.push_back(Action::AllVerified);
+            }
         }
     }
 }
@@ -344,6 +368,7 @@ mod tests {
                 Action::Hash(f) => format!("hash {f}"),
                 Action::Open(i) => format!("open {i}"),
                 Action::Close => "close".into(),
+                Action::AllVerified => "all verified".into(),
                 Action::Finished(b) => format!("finished {b}"),
                 Action::Fail(e) => format!("fail {e}"),
             })
@@ -372,8 +397,10 @@ mod tests {
         assert_eq!(drain(&mut c), ["hash 0"]);
         assert_eq!(c.next(0, g), Next::Detach);
         c.on_hashed(0, [7; 32]);
+        assert_eq!(drain(&mut c), ["verify 0"]);
+        // The last file's Verify: Close behind it, without waiting for the answers.
         c.on_hashed(1, [8; 32]);
-        assert_eq!(drain(&mut c), ["verify 0", "verify 1"]);
+        assert_eq!(drain(&mut c), ["verify 1", "close"]);
         c.on_control(Message::Verify {
             file: 1,
             hash: [8; 32],
@@ -383,7 +410,7 @@ mod tests {
             file: 0,
             hash: [7; 32],
         });
-        assert_eq!(drain(&mut c), ["close"]);
+        assert_eq!(drain(&mut c), ["all verified"]);
         c.on_control(Message::Close { bytes: 15 });
         assert_eq!(drain(&mut c), ["finished 15"]);
         assert!(c.is_over());
@@ -498,7 +525,29 @@ mod tests {
     fn a_directory_needs_nothing_and_an_empty_session_closes_at_once() {
         let files = vec![("d".to_string(), 0, true, RangeSet::new())];
         let mut c = SenderCore::new(&files, 10, 1);
-        assert_eq!(drain(&mut c), ["close"]);
+        assert_eq!(drain(&mut c), ["close", "all verified"]);
         assert_eq!(c.next(0, c.gens[0]), Next::Detach);
+    }
+
+    #[test]
+    fn a_receiver_that_closes_before_answering_every_file_fails_the_session() {
+        let mut c = core(&[0, 0], 1);
+        assert_eq!(drain(&mut c), ["hash 0", "hash 1"]);
+        c.on_hashed(0, [1; 32]);
+        c.on_hashed(1, [2; 32]);
+        assert_eq!(drain(&mut c), ["verify 0", "verify 1", "close"]);
+        c.on_control(Message::Verify {
+            file: 0,
+            hash: [1; 32],
+        });
+        assert!(drain(&mut c).is_empty());
+        c.on_control(Message::Close { bytes: 0 });
+        let got = drain(&mut c);
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0].contains("closed with 1 files not verified"),
+            "{got:?}"
+        );
+        assert!(c.is_over());
     }
 }

@@ -598,8 +598,10 @@ pub fn drive_sender(
                     w.send(&Message::Close {
                         bytes: shared.tel.total(),
                     })?;
-                    close_by = Some(Instant::now() + CLOSE_WAIT);
                 }
+                // Timed from here, not from the Close: the receiver may
+                // still be reading back a resumed file to verify it.
+                Action::AllVerified => close_by = Some(Instant::now() + CLOSE_WAIT),
                 Action::Finished(bytes) => return Ok(bytes),
                 Action::Fail(e) => return fail(&mut w, e),
             }
@@ -685,7 +687,7 @@ pub fn drive_sender(
     }
 }
 
-/// How long the sender waits for the receiver's `Close` after its own.
+/// How long the sender waits for the receiver's `Close` once every file is verified.
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// Where a steer's asks are done: a session's streams, or a bench's.
