@@ -966,7 +966,9 @@ pub fn drive_receiver(
         }
         match core.on_control(m)? {
             Step::Verify { file, hash } => {
-                shared.verify(file, &hash)?;
+                // Reading back a resumed file may take minutes: the sender
+                // hears a keepalive every KEEPALIVE meanwhile.
+                shared.verify(file, &hash, &mut || w.lock().unwrap().keepalive())?;
                 if core.on_verified(Instant::now(), shared.pending()) {
                     publish(&mut core)?;
                 }

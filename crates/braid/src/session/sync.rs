@@ -464,7 +464,7 @@ impl From<std::io::Error> for Hashing {
 }
 
 /// `f`'s BLAKE3 with `tick` between reads; `shown` names it in an error.
-fn hash(
+pub(crate) fn hash(
     f: &File,
     shown: &dyn std::fmt::Display,
     tick: &mut dyn FnMut() -> Result<()>,

@@ -847,7 +847,7 @@ mod tests {
 
     fn publish_one(s: &RecvShared, file: u32, data: &[u8]) -> [u8; 32] {
         let h = *blake3::hash(data).as_bytes();
-        s.verify(file, &h).unwrap();
+        s.verify(file, &h, &mut || Ok(())).unwrap();
         let answers = s.publish().unwrap();
         assert_eq!(answers, vec![(file, h)]);
         h
@@ -864,7 +864,10 @@ mod tests {
         assert!(!root.path().join("d/f.txt").exists());
         let part = root.path().join(Names::new(Path::new("d"), "f.txt").part);
         assert!(part.exists());
-        assert!(matches!(s.verify(0, &[0; 32]), Err(Error::Verify(_))));
+        assert!(matches!(
+            s.verify(0, &[0; 32], &mut || Ok(())),
+            Err(Error::Verify(_))
+        ));
         assert!(!part.exists(), "a file that fails its hash is removed");
     }
 
@@ -926,8 +929,8 @@ mod tests {
         s.write(1, 0, &data).unwrap();
         s.sync_journals().unwrap();
         let h = *blake3::hash(&data).as_bytes();
-        s.verify(0, &h).unwrap();
-        s.verify(1, &h).unwrap();
+        s.verify(0, &h, &mut || Ok(())).unwrap();
+        s.verify(1, &h, &mut || Ok(())).unwrap();
         s.sync_journals().unwrap();
         assert_eq!(s.publish().unwrap().len(), 2);
         s.finish().unwrap();
@@ -988,6 +991,47 @@ mod tests {
         s.write(0, 9000, &data[9000..]).unwrap();
         publish_one(&s, 0, &data);
         assert_eq!(fs::read(root.path().join("f")).unwrap(), data);
+    }
+
+    // Reading back a resumed file's blocks can take minutes, with nothing
+    // else said on the session: each block read back gives the caller a turn
+    // (the engine's keepalive), and an error there ends the check.
+    #[test]
+    fn a_read_back_for_the_hash_ticks_between_blocks_and_stops_at_an_error() {
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 13 + i / 7) as u8).collect();
+        let e = entry("f", &data);
+        // Three blocks before the resume, two after it, in a directory of its own.
+        let resumed = |root: &Path| {
+            let s = open(root, std::slice::from_ref(&e), &opts(false)).unwrap();
+            s.write(0, 0, &data[..12_288]).unwrap();
+            s.sync_journals().unwrap();
+            drop(s);
+            let s = open(root, std::slice::from_ref(&e), &opts(true)).unwrap();
+            s.write(0, 12_288, &data[12_288..16_384]).unwrap();
+            s.write(0, 16_384, &data[16_384..]).unwrap();
+            s
+        };
+        let h = *blake3::hash(&data).as_bytes();
+        let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let s = resumed(first.path());
+        let mut ticks = 0;
+        let stop = s.verify(0, &h, &mut || {
+            ticks += 1;
+            Err(Error::Interrupted)
+        });
+        assert!(matches!(stop, Err(Error::Interrupted)), "{stop:?}");
+        assert_eq!(ticks, 1, "the check ends at the tick's error");
+        let s = resumed(second.path());
+        let mut ticks = 0;
+        s.verify(0, &h, &mut || {
+            ticks += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            ticks, 3,
+            "one tick for each of the three blocks from before the resume"
+        );
     }
 
     #[test]

@@ -15,8 +15,16 @@ use crate::files::treehash::{self, hex};
 
 impl RecvShared {
     /// Checks a whole file against the sender's hash; a match waits in the
-    /// batch that `publish` makes durable and renames into place.
-    pub fn verify(&self, file: u32, theirs: &[u8; 32]) -> Result<()> {
+    /// batch that `publish` makes durable and renames into place. Where the
+    /// check reads the file back (blocks from before a resume, a file kept
+    /// here), `tick` runs between reads: a read of many GB keeps the session
+    /// from falling silent, and its error ends the check.
+    pub fn verify(
+        &self,
+        file: u32,
+        theirs: &[u8; 32],
+        tick: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
         let f = self.files.get(file as usize).ok_or_else(|| {
             Error::Protocol(format!(
                 "verify names file {file}, the manifest has {}",
@@ -24,7 +32,7 @@ impl RecvShared {
             ))
         })?;
         let mut f = f.lock().unwrap();
-        let ours = f.check(&self.root, theirs)?;
+        let ours = f.check(&self.root, theirs, tick)?;
         if !f.existing && !f.part_made {
             // An empty file: no block ever made its part.
             let part = staging::new_part(&self.root, &f.names().part)?;
@@ -236,7 +244,12 @@ impl Incoming {
     }
 
     /// Our hash of the whole file, checked against the sender's.
-    fn check(&mut self, root: &Dir, theirs: &[u8; 32]) -> Result<[u8; 32]> {
+    fn check(
+        &mut self,
+        root: &Dir,
+        theirs: &[u8; 32],
+        tick: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<[u8; 32]> {
         if self.published || self.verified {
             return Err(Error::Protocol(format!(
                 "{} was verified already",
@@ -254,12 +267,12 @@ impl Incoming {
         let ours = if let (true, Some(known)) = (self.existing, self.known) {
             known
         } else if self.existing {
-            root.file(self.rel(), Access::Read)
-                .and_then(|f| crate::files::manifest::blake3_of(&f))
-                .map(|(h, _)| h)
-                .map_err(|e| Error::io(format!("hashing {}", self.entry.path), e))?
+            let f = root
+                .file(self.rel(), Access::Read)
+                .map_err(|e| Error::io(format!("hashing {}", self.entry.path), e))?;
+            crate::session::sync::hash(&f, &self.entry.path, tick)?
         } else {
-            self.tree_root(root)?
+            self.tree_root(root, tick)?
         };
         if &ours != theirs {
             if !self.existing {
@@ -276,8 +289,9 @@ impl Incoming {
     }
 
     /// The part file's BLAKE3 from the blocks' values, reading back the
-    /// blocks that arrived before a resume or in pieces of another size.
-    fn tree_root(&mut self, root: &Dir) -> Result<[u8; 32]> {
+    /// blocks that arrived before a resume or in pieces of another size;
+    /// `tick` after each block read back.
+    fn tree_root(&mut self, root: &Dir, tick: &mut dyn FnMut() -> Result<()>) -> Result<[u8; 32]> {
         let missing = self.tree.missing();
         if !missing.is_empty() {
             let part = staging::open_part(root, &self.names().part)?;
@@ -288,6 +302,7 @@ impl Incoming {
                     .map_err(|e| Error::io(format!("hashing {}", self.entry.path), e))?;
                 self.tree
                     .set(i, treehash::hash_block(&buf, offset, self.entry.size));
+                tick()?;
             }
         }
         Ok(self.tree.root().expect("every block has a value"))
