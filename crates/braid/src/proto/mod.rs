@@ -34,7 +34,9 @@
 //!          with FLAG_DRY_RUN: S -> C Close {0}; the session ends
 //!   bench: S -> C Accepted {session}
 //!
-//! every data stream (a new TCP connection, any time while the session runs)
+//! every data stream (a new TCP connection, any time while the session runs; the
+//! client begins the first streams' connections while it waits for Accepted, and a
+//! server says nothing on one before its Attach)
 //!   C -> S  Attach {session, stream, counter, mac}   a replayed counter or wrong mac: Error 401;
 //!                                                    a stream past the session's: Error 400
 //!   (sealed from here, with keys of this connection: the session key, stream and counter)

@@ -138,9 +138,51 @@ fn accepted(ctrl: &mut Conn, cfg: &Config) -> Result<(u64, SessionParams)> {
     }
 }
 
-/// The sending end's controls; a caller's steer may set any later.
-fn controls(cfg: &Config, session: u64) -> Result<Sending> {
-    Sending::new(&cfg.params, session, &cfg.pin_dir, cfg.steer.is_some())
+/// The sending end's controls, its streams a TCP-P group of their own (a
+/// number drawn here: the controls come before the session's acceptance,
+/// for the streams dialled early); a caller's steer may set any later.
+fn controls(cfg: &Config) -> Result<Sending> {
+    let group = u64::from_be_bytes(session::random()?);
+    Sending::new(&cfg.params, group, &cfg.pin_dir, cfg.steer.is_some())
+}
+
+/// Stream `i`'s control where this end sends.
+fn control_of(
+    sending: Option<&Sending>,
+    i: usize,
+) -> Option<(
+    crate::proto::steer::StreamControl,
+    Option<&braid_cc::Controls>,
+)> {
+    sending.map(|s| (s.control(i), s.maps()))
+}
+
+/// The first streams' connections, begun before the session is accepted
+/// so that their TCP handshakes run during that round trip; each is taken
+/// by its stream's first dial. One that failed, or that the server closed
+/// meanwhile, is dialled again as any stream is.
+struct Early(Mutex<Vec<Option<session::Dialing>>>);
+
+impl Early {
+    fn none() -> Early {
+        Early(Mutex::new(Vec::new()))
+    }
+
+    fn begin(cfg: &Config, addr: SocketAddr, n: usize, sending: Option<&Sending>) -> Early {
+        let dialing = (0..n)
+            .map(|i| {
+                let control = control_of(sending, i);
+                let control = control.as_ref().map(|(c, maps)| (c, *maps));
+                session::begin_connect(addr, &cfg.sock, control).ok()
+            })
+            .collect();
+        Early(Mutex::new(dialing))
+    }
+
+    fn take(&self, i: usize) -> Option<std::net::TcpStream> {
+        let dialing = self.0.lock().unwrap().get_mut(i)?.take()?;
+        dialing.finish()
+    }
 }
 
 fn dialer<'a>(
@@ -150,13 +192,19 @@ fn dialer<'a>(
     idle: Idle,
     session: u64,
     sending: Option<&'a Sending>,
+    early: Early,
 ) -> impl Fn(usize) -> Result<Conn> + Sync + 'a {
     // Every attach of the session carries a counter the server has not seen.
     let counter = AtomicU64::new(0);
     move |i| {
-        let control = sending.map(|s| (s.control(i), s.maps()));
-        let control = control.as_ref().map(|(c, maps)| (c, *maps));
-        let s = session::connect(addr, &cfg.sock, control)?;
+        let s = match early.take(i) {
+            Some(s) => s,
+            None => {
+                let control = control_of(sending, i);
+                let control = control.as_ref().map(|(c, maps)| (c, *maps));
+                session::connect(addr, &cfg.sock, control)?
+            }
+        };
         let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
         // A sending stream's blocks follow its attach without a round trip.
         let mut conn = session::attach(s, session, i as u16, n, &agreed, sending.is_some())?;
@@ -201,17 +249,14 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
     let mut o = open(cfg)?;
     o.ctrl
         .send_or_reason(&Message::Open(cfg.open_params(Kind::Bench)))?;
-    let (session, ran) = accepted(&mut o.ctrl, cfg)?;
-    let sending = if sends {
-        Some(controls(cfg, session)?)
-    } else {
-        None
-    };
+    let sending = if sends { Some(controls(cfg)?) } else { None };
     let n = if sends {
         plan::initial_streams(&cfg.params)
     } else {
         cfg.params.streams as usize
     };
+    let early = Early::begin(cfg, o.addr, n, sending.as_ref());
+    let (session, ran) = accepted(&mut o.ctrl, cfg)?;
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
     let dial = dialer(
@@ -221,6 +266,7 @@ pub fn bench(cfg: &Config) -> Result<Summary> {
         o.idle.clone(),
         session,
         sending.as_ref(),
+        early,
     );
     let role = match &sending {
         Some(sending) => BenchRole::Send {
@@ -354,6 +400,14 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     sync::send_links(&mut o.ctrl, &files)?;
     sync::send_owners(&mut o.ctrl, &files, cfg.sync.ids)?;
     sync::send_hard_links(&mut o.ctrl, &files)?;
+    let (sending, early) = if dry {
+        (None, Early::none())
+    } else {
+        let sending = controls(cfg)?;
+        let n = plan::initial_streams(&cfg.params);
+        let early = Early::begin(cfg, o.addr, n, Some(&sending));
+        (Some(sending), early)
+    };
     let (session, _) = accepted(&mut o.ctrl, cfg)?;
     // A receiver holds at most a range per block it could have written.
     let answers = engine::read_answers(
@@ -368,7 +422,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
             cfg, &tel, "send", "sender", &entries, &answers, removed,
         ));
     }
-    let sending = controls(cfg, session)?;
+    let sending = sending.expect("the controls of a send that is no dry run");
     let n = plan::initial_streams(&cfg.params);
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
@@ -378,7 +432,7 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         addr,
         idle,
     } = o;
-    let dial = dialer(cfg, addr, agreed, idle, session, Some(&sending));
+    let dial = dialer(cfg, addr, agreed, idle, session, Some(&sending), early);
     let mut steer = SessionSteer::new(cfg, true);
     let run = Run {
         tel: &tel,
@@ -569,6 +623,12 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
         })
         .collect();
     session::send_manifest(&mut o.ctrl, &wanted)?;
+    let n = cfg.params.streams as usize;
+    let early = if cfg.sync.dry_run {
+        Early::none()
+    } else {
+        Early::begin(cfg, o.addr, n, None)
+    };
     let (session, ran) = accepted(&mut o.ctrl, cfg)?;
     let files = session::recv_manifest(&mut o.ctrl, ManifestLimits::default())
         .and_then(|f| manifest::check_offer(remote, &f).map(|_| f));
@@ -577,7 +637,6 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
         rename_top(&mut files, &from, &to);
     }
     let extras = sync::receive_extras(&mut o.ctrl, local, &files, &cfg.sync, carries_links)?;
-    let n = cfg.params.streams as usize;
     let tel = Telemetry::new(n, cfg.output);
     let opts = RecvOptions {
         sync: cfg.sync.receiving(extras.same),
@@ -606,7 +665,7 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
         ));
     }
     let sampler = tel.spawn_sampler(cfg.interval);
-    let dial = dialer(cfg, o.addr, o.agreed, o.idle.clone(), session, None);
+    let dial = dialer(cfg, o.addr, o.agreed, o.idle.clone(), session, None, early);
     let run = Run {
         tel: &tel,
         cancel: &cfg.cancel,

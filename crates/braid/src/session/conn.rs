@@ -898,6 +898,20 @@ pub fn readable(fd: &impl std::os::fd::AsRawFd, timeout: Duration) -> bool {
     poll_in(fd, None, timeout)
 }
 
+/// Whether `fd` can be written within `timeout` (a connect under way: once
+/// it is over, whether it succeeded or not).
+pub fn writable(fd: &impl std::os::fd::AsRawFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut p, 1, ms) };
+    ready > 0 && p.revents != 0
+}
+
 /// Wakes a thread that polls a socket, from any other thread, as often as
 /// it likes: an eventfd, readable from the first ring until [`Bell::clear`].
 pub struct Bell(std::os::fd::OwnedFd);

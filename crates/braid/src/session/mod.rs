@@ -243,6 +243,18 @@ pub fn connect(
     opts: &SocketOptions,
     control: Option<(&StreamControl, Option<&Controls>)>,
 ) -> Result<TcpStream> {
+    let sock = stream_socket(addr, opts, control)?;
+    sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT)
+        .map_err(|e| Error::connect(format!("connecting to {addr}"), e))?;
+    Ok(sock.into())
+}
+
+/// A stream's socket with its options and control, not yet connected.
+fn stream_socket(
+    addr: SocketAddr,
+    opts: &SocketOptions,
+    control: Option<(&StreamControl, Option<&Controls>)>,
+) -> Result<Socket> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
         .map_err(|e| Error::io("creating a TCP socket", e))?;
     if let Some(w) = opts.window {
@@ -254,9 +266,54 @@ pub fn connect(
     if let Some((c, controls)) = control {
         apply_control(&sock, c, controls)?;
     }
-    sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT)
-        .map_err(|e| Error::connect(format!("connecting to {addr}"), e))?;
-    Ok(sock.into())
+    Ok(sock)
+}
+
+/// A stream's connection begun before its session is accepted, so that its
+/// TCP handshake runs during the control connection's last round trip
+/// rather than after it (`begin_connect`, then `finish`).
+pub struct Dialing {
+    sock: Socket,
+    began: std::time::Instant,
+}
+
+/// Begins connecting one stream as [`connect`] does, without waiting.
+pub fn begin_connect(
+    addr: SocketAddr,
+    opts: &SocketOptions,
+    control: Option<(&StreamControl, Option<&Controls>)>,
+) -> Result<Dialing> {
+    let sock = stream_socket(addr, opts, control)?;
+    sock.set_nonblocking(true)
+        .map_err(|e| Error::io("making a socket non-blocking", e))?;
+    match sock.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(Error::connect(format!("connecting to {addr}"), e)),
+    }
+    Ok(Dialing {
+        sock,
+        began: std::time::Instant::now(),
+    })
+}
+
+impl Dialing {
+    /// The connection once its handshake is done (within the time a
+    /// [`connect`] has); `None` where it cannot serve: the handshake failed,
+    /// or the server already gave up on it. A server says nothing on a data
+    /// connection before its Attach, so anything to read there (its close,
+    /// after its limit for a handshake) is that.
+    pub fn finish(self) -> Option<TcpStream> {
+        let left = CONNECT_TIMEOUT.saturating_sub(self.began.elapsed());
+        if !conn::writable(&self.sock, left) || !matches!(self.sock.take_error(), Ok(None)) {
+            return None;
+        }
+        if conn::readable(&self.sock, Duration::ZERO) {
+            return None;
+        }
+        self.sock.set_nonblocking(false).ok()?;
+        Some(self.sock.into())
+    }
 }
 
 /// Gives a socket its control. Settings go in first, so that the control's
@@ -480,6 +537,53 @@ pub fn recv_manifest(conn: &mut Conn, limits: ManifestLimits) -> Result<Vec<File
                 }
             }
             m => return Err(unexpected("the manifest", &m)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    use super::*;
+
+    #[test]
+    fn a_connection_begun_early_is_finished_once_its_handshake_is_done() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let early =
+            begin_connect(l.local_addr().unwrap(), &SocketOptions::default(), None).unwrap();
+        let (mut there, _) = l.accept().unwrap();
+        let mut s = early.finish().expect("connected");
+        // A blocking stream from here on, as a dialled one.
+        s.write_all(b"attach").unwrap();
+        let mut got = [0u8; 6];
+        there.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"attach");
+        there.write_all(b"ok").unwrap();
+        let mut back = [0u8; 2];
+        s.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"ok");
+    }
+
+    // The server says nothing on a data connection before the Attach: a
+    // connection it closed, or one that never connected, is not handed out.
+    #[test]
+    fn a_connection_begun_early_that_the_server_closed_or_refused_is_not_used() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let early = begin_connect(addr, &SocketOptions::default(), None).unwrap();
+        drop(l.accept().unwrap());
+        assert!(
+            conn::readable(&early.sock, Duration::from_secs(5)),
+            "the close arrives"
+        );
+        assert!(early.finish().is_none(), "closed by the server");
+
+        drop(l);
+        // Refused at once, or once the handshake is answered.
+        if let Ok(early) = begin_connect(addr, &SocketOptions::default(), None) {
+            assert!(early.finish().is_none(), "refused");
         }
     }
 }
