@@ -655,7 +655,8 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
     let answers = shared.answers();
     engine::send_held(&mut o.ctrl, &shared)?;
     if cfg.sync.dry_run {
-        let removed = Removed::from_paths(o.ctrl.tell(shared.would_remove())?);
+        let would = shared.would_remove(&mut || o.ctrl.w.keepalive());
+        let removed = Removed::from_paths(o.ctrl.tell(would)?);
         match o.ctrl.recv()? {
             Message::Close { .. } => {}
             m => return Err(crate::proto::unexpected("the end of a dry run", &m)),

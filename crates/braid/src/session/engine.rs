@@ -552,7 +552,8 @@ pub fn drive_sender(
     let Conn { mut r, mut w } = ctrl;
     let reader_tx = events_tx.clone();
     thread::spawn(move || loop {
-        let m = r.recv();
+        // Keepalives too: the wait for the receiver's end counts its silence.
+        let m = r.recv_any();
         let end = m.is_err() || matches!(m, Ok(Message::Close { .. }));
         if reader_tx.send(Event::Control(m)).is_err() || end {
             return;
@@ -644,7 +645,17 @@ pub fn drive_sender(
             Ok(Event::Hashed(f, h)) => shared.with_core(|c| c.on_hashed(f, h)),
             Ok(Event::SourceFailed(_, why)) => shared
                 .with_core(|c| c.fail(Error::io(why, std::io::Error::other("source changed")))),
+            // A receiver still at its end's work (a --delete of a large
+            // tree) says so: the wait for its Close starts again.
+            Ok(Event::Control(Ok(Message::Keepalive))) => {
+                if let Some(t) = close_by.as_mut() {
+                    *t = now + CLOSE_WAIT;
+                }
+            }
             Ok(Event::Control(Ok(Message::Removed { paths, more }))) => {
+                if let Some(t) = close_by.as_mut() {
+                    *t = now + CLOSE_WAIT;
+                }
                 shared.removed.lock().unwrap().add(paths, more)
             }
             Ok(Event::Control(Ok(m))) => shared.with_core(|c| c.on_control(m)),
@@ -687,7 +698,9 @@ pub fn drive_sender(
     }
 }
 
-/// How long the sender waits for the receiver's `Close` once every file is verified.
+/// How long the sender waits for the receiver's `Close` once every file is
+/// verified, from then or from the receiver's last word (a keepalive while
+/// it removes what --delete removes).
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// Where a steer's asks are done: a session's streams, or a bench's.
@@ -981,7 +994,8 @@ pub fn drive_receiver(
                     ));
                 }
                 shared.finish()?;
-                if let Some(removed) = shared.delete_extraneous()? {
+                let mut tick = || w.lock().unwrap().keepalive();
+                if let Some(removed) = shared.delete_extraneous(&mut tick)? {
                     crate::session::sync::send_removed(&mut w.lock().unwrap(), &removed)?;
                 }
                 life.done.cancel();

@@ -723,7 +723,8 @@ fn run_session(
             if asked.dry_run {
                 // Says what it would remove, and ends: nothing moves.
                 if asked.delete {
-                    let paths = conn.tell(shared.would_remove())?;
+                    let would = shared.would_remove(&mut || conn.w.keepalive());
+                    let paths = conn.tell(would)?;
                     sync::send_removed(&mut conn.w, &paths)?;
                 }
                 conn.send(&Message::Close { bytes: 0 })?;

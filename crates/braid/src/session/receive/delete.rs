@@ -30,11 +30,14 @@ pub struct Extra {
 
 /// What `--delete` removes below `root` for `manifest`, children before
 /// their directory; at most `max` entries, or an error and nothing listed.
+/// `tick` runs after each directory listed: a walk of a large tree keeps
+/// the session from falling silent, and its error ends the walk.
 pub fn extraneous(
     root: &Dir,
     manifest: &[FileEntry],
     filter: &Filter,
     max: usize,
+    tick: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Vec<Extra>> {
     let named: HashSet<&str> = manifest.iter().map(|e| e.path.as_str()).collect();
     let mut out = Vec::new();
@@ -42,70 +45,87 @@ pub fn extraneous(
         let rel = Path::new(&d.path);
         // A directory the session did not make (a dry run) holds nothing.
         let Ok(dir) = root.dir(rel) else { continue };
-        for (name, kind) in listing(&dir, root, rel)? {
+        for (name, kind) in listing(&dir, root, rel, tick)? {
             let path = rel.join(&name);
             if pathsafe::is_internal(&name.to_string_lossy())
                 || path.to_str().is_some_and(|p| named.contains(p))
             {
                 continue;
             }
-            collect(root, &path, kind, filter, max, &mut out)?;
+            let mut walk = Walk {
+                root,
+                filter,
+                max,
+                tick: &mut *tick,
+            };
+            walk.collect(&path, kind, &mut out)?;
         }
     }
     Ok(out)
 }
 
-/// Adds `path` (and, for a directory, what lies below it, first) to `out`,
-/// unless the filter protects it; returns whether it is to be removed.
-fn collect(
-    root: &Dir,
-    path: &Path,
-    kind: Kind,
-    filter: &Filter,
+/// A walk below one of the manifest's directories.
+struct Walk<'a, 't> {
+    root: &'a Dir,
+    filter: &'a Filter,
     max: usize,
-    out: &mut Vec<Extra>,
-) -> Result<bool> {
-    let dir = kind == Kind::Dir;
-    if protected(filter, path, dir) {
-        return Ok(false);
-    }
-    let mut empties = true;
-    if dir {
-        let d = root
-            .dir(path)
-            .map_err(|e| Error::io(format!("listing {}", root.shown(path).display()), e))?;
-        for (name, kind) in listing(&d, root, path)? {
-            let below = path.join(&name);
-            // The staging directory is braid's: neither removed nor emptied.
-            let removable = !pathsafe::is_internal(&name.to_string_lossy())
-                && collect(root, &below, kind, filter, max, out)?;
-            empties &= removable;
-        }
-    }
-    if !empties {
-        return Ok(false);
-    }
-    if out.len() >= max {
-        return Err(Error::refused(
-            Code::TooLarge,
-            format!(
-                "--delete would remove more than {max} entries (this end's limit); \
-                 nothing was removed"
-            ),
-        ));
-    }
-    out.push(Extra {
-        path: path.to_owned(),
-        dir,
-    });
-    Ok(true)
+    tick: &'t mut dyn FnMut() -> Result<()>,
 }
 
-fn listing(d: &Dir, root: &Dir, rel: &Path) -> Result<Vec<(OsString, Kind)>> {
+impl Walk<'_, '_> {
+    /// Adds `path` (and, for a directory, what lies below it, first) to `out`,
+    /// unless the filter protects it; returns whether it is to be removed.
+    fn collect(&mut self, path: &Path, kind: Kind, out: &mut Vec<Extra>) -> Result<bool> {
+        let (root, max) = (self.root, self.max);
+        let dir = kind == Kind::Dir;
+        if protected(self.filter, path, dir) {
+            return Ok(false);
+        }
+        let mut empties = true;
+        if dir {
+            let d = root
+                .dir(path)
+                .map_err(|e| Error::io(format!("listing {}", root.shown(path).display()), e))?;
+            for (name, kind) in listing(&d, root, path, self.tick)? {
+                let below = path.join(&name);
+                // The staging directory is braid's: neither removed nor emptied.
+                let removable = !pathsafe::is_internal(&name.to_string_lossy())
+                    && self.collect(&below, kind, out)?;
+                empties &= removable;
+            }
+        }
+        if !empties {
+            return Ok(false);
+        }
+        if out.len() >= max {
+            return Err(Error::refused(
+                Code::TooLarge,
+                format!(
+                    "--delete would remove more than {max} entries (this end's limit); \
+                 nothing was removed"
+                ),
+            ));
+        }
+        out.push(Extra {
+            path: path.to_owned(),
+            dir,
+        });
+        Ok(true)
+    }
+}
+
+/// A directory's entries by name; `tick` after the listing.
+fn listing(
+    d: &Dir,
+    root: &Dir,
+    rel: &Path,
+    tick: &mut dyn FnMut() -> Result<()>,
+) -> Result<Vec<(OsString, Kind)>> {
     let mut l = d
         .entries()
         .map_err(|e| Error::io(format!("listing {}", root.shown(rel).display()), e))?;
     l.sort_by(|a, b| a.0.cmp(&b.0));
+    tick()?;
     Ok(l)
 }
 
@@ -124,7 +144,12 @@ fn protected(filter: &Filter, path: &Path, dir: bool) -> bool {
 /// Removes `extras` (children before their directories), each through its
 /// directory's descriptor: a name that became a link meanwhile is removed as
 /// a link. A directory that is no longer empty stays, and is reported.
-pub fn remove(root: &Dir, extras: &[Extra]) -> Vec<(PathBuf, std::io::Error)> {
+/// `tick` runs after each removal; its error stops them there.
+pub fn remove(
+    root: &Dir,
+    extras: &[Extra],
+    tick: &mut dyn FnMut() -> Result<()>,
+) -> Result<Vec<(PathBuf, std::io::Error)>> {
     let mut failed = Vec::new();
     for x in extras {
         let r = if x.dir {
@@ -135,8 +160,9 @@ pub fn remove(root: &Dir, extras: &[Extra]) -> Vec<(PathBuf, std::io::Error)> {
         if let Err(e) = r {
             failed.push((x.path.clone(), e));
         }
+        tick()?;
     }
-    failed
+    Ok(failed)
 }
 
 #[cfg(test)]
@@ -176,7 +202,14 @@ mod tests {
         let root = Dir::open(t).unwrap();
         let manifest = [entry("m", true), entry("m/a", false)];
         let keep_logs = Filter::new(vec![Rule::new(false, "*.log").unwrap()]).unwrap();
-        let x = extraneous(&root, &manifest, &keep_logs, 100).unwrap();
+        // A tick after each directory listed: m, m/old, m/old/deep (not the staging directory).
+        let mut listed = 0;
+        let x = extraneous(&root, &manifest, &keep_logs, 100, &mut || {
+            listed += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(listed, 3);
         let paths: Vec<_> = x.iter().map(|e| e.path.to_str().unwrap()).collect();
         assert_eq!(
             paths,
@@ -189,7 +222,18 @@ mod tests {
                 "m/old"
             ]
         );
-        assert!(remove(&root, &x).is_empty());
+        // A tick's error stops the removals there: the first is done, no other.
+        let stop = remove(&root, &x, &mut || Err(Error::Interrupted));
+        assert!(matches!(stop, Err(Error::Interrupted)));
+        assert!(!t.join("m/b").exists() && t.join("m/link").exists());
+        let mut ticks = 0;
+        let failed = remove(&root, &x[1..], &mut || {
+            ticks += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(ticks, x.len() - 1);
         assert!(t.join("m/a").exists() && t.join("m/keep.log").exists());
         assert!(t.join("m/.braid-partial").exists() && t.join("outside/z").exists());
         assert!(!t.join("m/old").exists() && !t.join("m/link").exists());
@@ -206,7 +250,7 @@ mod tests {
         let root = Dir::open(t).unwrap();
         let manifest = [entry("m", true)];
         let keep_logs = Filter::new(vec![Rule::new(false, "*.log").unwrap()]).unwrap();
-        let x = extraneous(&root, &manifest, &keep_logs, 100).unwrap();
+        let x = extraneous(&root, &manifest, &keep_logs, 100, &mut || Ok(())).unwrap();
         assert_eq!(
             x,
             [Extra {
@@ -216,10 +260,10 @@ mod tests {
         );
         // An anchored pattern is tried at every depth: it protects, never exposes.
         let anchored = Filter::new(vec![Rule::new(false, "/old/x").unwrap()]).unwrap();
-        let x = extraneous(&root, &manifest, &anchored, 100).unwrap();
+        let x = extraneous(&root, &manifest, &anchored, 100, &mut || Ok(())).unwrap();
         assert_eq!(x.len(), 1, "{x:?}");
         assert_eq!(x[0].path, Path::new("m/old/notes.log"));
-        let e = extraneous(&root, &manifest, &Filter::default(), 2).unwrap_err();
+        let e = extraneous(&root, &manifest, &Filter::default(), 2, &mut || Ok(())).unwrap_err();
         assert!(e.to_string().contains("more than 2"), "{e}");
     }
 }

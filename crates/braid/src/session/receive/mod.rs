@@ -528,7 +528,7 @@ impl RecvShared {
 
     /// `--delete`: what this session's directories hold here and its
     /// manifest does not (children first); nothing without --delete.
-    fn extraneous(&self) -> Result<Vec<delete::Extra>> {
+    fn extraneous(&self, tick: &mut dyn FnMut() -> Result<()>) -> Result<Vec<delete::Extra>> {
         let Some((filter, max)) = &self.delete else {
             return Ok(Vec::new());
         };
@@ -537,19 +537,23 @@ impl RecvShared {
             .iter()
             .map(|f| f.lock().unwrap().entry.clone())
             .collect();
-        delete::extraneous(&self.root, &manifest, filter, *max)
+        delete::extraneous(&self.root, &manifest, filter, *max, tick)
     }
 
     /// With --delete, removes what `extraneous` lists, once every file is
     /// published, and returns the paths removed (also kept for `removed`).
     /// An entry that cannot be removed fails the session once the others
-    /// are gone.
-    pub fn delete_extraneous(&self) -> Result<Option<Vec<String>>> {
+    /// are gone. `tick` runs while it walks and removes: a large tree takes
+    /// long, and its error stops the work there.
+    pub fn delete_extraneous(
+        &self,
+        tick: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<Vec<String>>> {
         if self.delete.is_none() {
             return Ok(None);
         }
-        let extras = self.extraneous()?;
-        let failed = delete::remove(&self.root, &extras);
+        let extras = self.extraneous(tick)?;
+        let failed = delete::remove(&self.root, &extras, tick)?;
         if let Some((path, e)) = failed.into_iter().next() {
             return Err(Error::io(
                 format!("removing {} (--delete)", self.root.shown(&path).display()),
@@ -563,8 +567,8 @@ impl RecvShared {
 
     /// What `--delete` would remove now (a dry run's answer), as paths
     /// below the root; nothing without --delete.
-    pub fn would_remove(&self) -> Result<Vec<String>> {
-        Ok(shown(&self.extraneous()?))
+    pub fn would_remove(&self, tick: &mut dyn FnMut() -> Result<()>) -> Result<Vec<String>> {
+        Ok(shown(&self.extraneous(tick)?))
     }
 
     /// What this session's --delete removed.
