@@ -649,9 +649,11 @@ fn get_into(cfg: &Config, remote: &[String], local: &Path, rename: Rename) -> Re
             Claims::new(),
         )
     };
-    let shared = o
-        .ctrl
-        .tell(RecvShared::new(local, &files, &opts, tel.clone()))?;
+    // The manifest is checked against the disk entry by entry.
+    let shared = o.ctrl.w.speaking_while(conn::KEEPALIVE, || {
+        RecvShared::new(local, &files, &opts, tel.clone())
+    });
+    let shared = o.ctrl.tell(shared)?;
     let answers = shared.answers();
     engine::send_held(&mut o.ctrl, &shared)?;
     if cfg.sync.dry_run {

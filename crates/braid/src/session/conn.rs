@@ -341,6 +341,30 @@ impl FrameWriter {
         self.last_sent + KEEPALIVE
     }
 
+    /// Runs `work`, which does not touch this connection, and says
+    /// `Keepalive` every `every` meanwhile, from a thread of its own: a long
+    /// step before any message is due (a receiver checking a manifest of
+    /// many files against its disk, a server walking the tree a get asks
+    /// for) is not silence to the peer. A keepalive that cannot be sent
+    /// stops them; the connection's next message meets the same error.
+    pub fn speaking_while<T>(&mut self, every: Duration, work: impl FnOnce() -> T) -> T {
+        use std::sync::mpsc::{channel, RecvTimeoutError};
+        let (done, finished) = channel::<()>();
+        std::thread::scope(|s| {
+            let w = &mut *self;
+            s.spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = finished.recv_timeout(every) {
+                    if w.send(&Message::Keepalive).is_err() {
+                        break;
+                    }
+                }
+            });
+            let out = work();
+            drop(done);
+            out
+        })
+    }
+
     /// Writes `rec[a..b]` whole. A write the peer does not take for long
     /// fails once the session has been silent as long (see [`Idle`]).
     fn write_rec(&mut self, a: usize, b: usize) -> Result<()> {
@@ -1070,6 +1094,35 @@ mod tests {
             let e = s.recv_opt().unwrap_err();
             assert!(e.to_string().contains("without its sealed end"), "{e}");
         }
+    }
+
+    // A long step of a session's start says keepalives while it runs, and
+    // none once it is over.
+    #[test]
+    fn a_long_step_is_no_silence_and_its_keepalives_end_with_it() {
+        let (mut c, mut s) = sealed_pair(Suite::ChaCha20Poly1305);
+        let out = c.w.speaking_while(Duration::from_millis(20), || {
+            std::thread::sleep(Duration::from_millis(150));
+            7
+        });
+        assert_eq!(out, 7);
+        c.w.send(&Message::Progress { bytes: 1 }).unwrap();
+        let mut keepalives = 0;
+        loop {
+            match s.r.recv_any().unwrap() {
+                Message::Keepalive => keepalives += 1,
+                Message::Progress { bytes: 1 } => break,
+                m => panic!("{m:?}"),
+            }
+        }
+        assert!(
+            keepalives >= 3,
+            "{keepalives} keepalives in 150 ms, one every 20"
+        );
+        assert!(
+            !s.r.wait_readable(Duration::from_millis(100)),
+            "none after the step"
+        );
     }
 
     // The receiver's control loop polls, then reads one frame: a keepalive

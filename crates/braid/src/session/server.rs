@@ -21,7 +21,7 @@ use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
 use crate::files::manifest;
 use crate::records::Summary;
-use crate::session::conn::{Bell, Conn, Idle};
+use crate::session::conn::{self, Bell, Conn, Idle};
 use crate::session::driver::{self, BenchRole, Run, Sending, Side};
 use crate::session::engine::{self, Notes};
 use crate::session::pacer::Pacer;
@@ -717,7 +717,11 @@ fn run_session(
                     Arc::clone(&shared.claims),
                 )
             };
-            let shared = conn.tell(RecvShared::new(&cfg.root, &manifest, &opts, tel.clone()))?;
+            // A manifest of many files is checked against the disk entry by entry.
+            let shared = conn.w.speaking_while(conn::KEEPALIVE, || {
+                RecvShared::new(&cfg.root, &manifest, &opts, tel.clone())
+            });
+            let shared = conn.tell(shared)?;
             conn.send(&Message::Accepted { session })?;
             engine::send_held(&mut conn, &shared)?;
             if asked.dry_run {
@@ -738,12 +742,11 @@ fn run_session(
             let asked = sync::Options::from_flags(p.flags, conn.tell(filter)?);
             let wanted = session::recv_manifest(&mut conn, cfg.limits.manifest);
             let wanted: Vec<String> = conn.tell(wanted)?.into_iter().map(|f| f.path).collect();
-            let mut sources = conn.tell(manifest::resolve_request(
-                &cfg.root,
-                &wanted,
-                &asked.filter,
-                asked.links,
-            ))?;
+            // The tree asked for is walked before its manifest is sent.
+            let sources = conn.w.speaking_while(conn::KEEPALIVE, || {
+                manifest::resolve_request(&cfg.root, &wanted, &asked.filter, asked.links)
+            });
+            let mut sources = conn.tell(sources)?;
             if asked.hard_links {
                 manifest::mark_hard_links(&mut sources);
             }
