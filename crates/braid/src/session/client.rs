@@ -16,7 +16,7 @@ use braid_wire::{
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::files::manifest::{self, Links};
-use crate::proto::steer::Steer;
+use crate::proto::steer::{Steer, StreamControl};
 use crate::proto::Answer;
 use crate::records::Summary;
 use crate::records::{Item, Transfer};
@@ -146,15 +146,15 @@ fn controls(cfg: &Config) -> Result<Sending> {
     Sending::new(&cfg.params, group, &cfg.pin_dir, cfg.steer.is_some())
 }
 
-/// Stream `i`'s control where this end sends.
-fn control_of(
+/// Begins (`early`) or makes stream `i`'s connection, with its control
+/// where this end sends.
+fn dial_stream<T>(
     sending: Option<&Sending>,
     i: usize,
-) -> Option<(
-    crate::proto::steer::StreamControl,
-    Option<&braid_cc::Controls>,
-)> {
-    sending.map(|s| (s.control(i), s.maps()))
+    dial: impl FnOnce(Option<(&StreamControl, Option<&braid_cc::Controls>)>) -> Result<T>,
+) -> Result<T> {
+    let control = sending.map(|s| (s.control(i), s.maps()));
+    dial(control.as_ref().map(|(c, maps)| (c, *maps)))
 }
 
 /// The first streams' connections, begun before the session is accepted
@@ -170,11 +170,7 @@ impl Early {
 
     fn begin(cfg: &Config, addr: SocketAddr, n: usize, sending: Option<&Sending>) -> Early {
         let dialing = (0..n)
-            .map(|i| {
-                let control = control_of(sending, i);
-                let control = control.as_ref().map(|(c, maps)| (c, *maps));
-                session::begin_connect(addr, &cfg.sock, control).ok()
-            })
+            .map(|i| dial_stream(sending, i, |c| session::begin_connect(addr, &cfg.sock, c)).ok())
             .collect();
         Early(Mutex::new(dialing))
     }
@@ -199,11 +195,7 @@ fn dialer<'a>(
     move |i| {
         let s = match early.take(i) {
             Some(s) => s,
-            None => {
-                let control = control_of(sending, i);
-                let control = control.as_ref().map(|(c, maps)| (c, *maps));
-                session::connect(addr, &cfg.sock, control)?
-            }
+            None => dial_stream(sending, i, |c| session::connect(addr, &cfg.sock, c))?,
         };
         let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
         // A sending stream's blocks follow its attach without a round trip.
@@ -400,11 +392,11 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
     sync::send_links(&mut o.ctrl, &files)?;
     sync::send_owners(&mut o.ctrl, &files, cfg.sync.ids)?;
     sync::send_hard_links(&mut o.ctrl, &files)?;
+    let n = plan::initial_streams(&cfg.params);
     let (sending, early) = if dry {
         (None, Early::none())
     } else {
         let sending = controls(cfg)?;
-        let n = plan::initial_streams(&cfg.params);
         let early = Early::begin(cfg, o.addr, n, Some(&sending));
         (Some(sending), early)
     };
@@ -423,7 +415,6 @@ pub fn send(cfg: &Config, sources: &[PathBuf], dest: &str) -> Result<Summary> {
         ));
     }
     let sending = sending.expect("the controls of a send that is no dry run");
-    let n = plan::initial_streams(&cfg.params);
     let tel = Telemetry::new(n, cfg.output);
     let sampler = tel.spawn_sampler(cfg.interval);
     let Opened {

@@ -925,15 +925,7 @@ pub fn readable(fd: &impl std::os::fd::AsRawFd, timeout: Duration) -> bool {
 /// Whether `fd` can be written within `timeout` (a connect under way: once
 /// it is over, whether it succeeded or not).
 pub fn writable(fd: &impl std::os::fd::AsRawFd, timeout: Duration) -> bool {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-    // SAFETY: one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut p, 1, ms) };
-    ready > 0 && p.revents != 0
+    poll_for(fd, libc::POLLOUT, None, timeout)
 }
 
 /// Wakes a thread that polls a socket, from any other thread, as often as
@@ -982,15 +974,26 @@ pub fn readable_or(fd: &impl std::os::fd::AsRawFd, bell: &Bell, timeout: Duratio
 
 /// One poll for input on `fd` and, if given, `bell`; true when `fd` has some.
 fn poll_in(fd: &impl std::os::fd::AsRawFd, bell: Option<&Bell>, timeout: Duration) -> bool {
+    poll_for(fd, libc::POLLIN, bell, timeout)
+}
+
+/// One poll for `events` on `fd` and for input on `bell`, if given; true
+/// when `fd` is ready (or in error, which the next call on it tells).
+fn poll_for(
+    fd: &impl std::os::fd::AsRawFd,
+    events: libc::c_short,
+    bell: Option<&Bell>,
+    timeout: Duration,
+) -> bool {
     use std::os::fd::AsRawFd;
-    let pollfd = |fd| libc::pollfd {
+    let pollfd = |fd, events| libc::pollfd {
         fd,
-        events: libc::POLLIN,
+        events,
         revents: 0,
     };
     let mut p = [
-        pollfd(fd.as_raw_fd()),
-        pollfd(bell.map_or(-1, |b| b.0.as_raw_fd())),
+        pollfd(fd.as_raw_fd(), events),
+        pollfd(bell.map_or(-1, |b| b.0.as_raw_fd()), libc::POLLIN),
     ];
     let n = if bell.is_some() { 2 } else { 1 };
     // Rounded up: a wait of less than a millisecond would be a poll that

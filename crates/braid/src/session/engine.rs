@@ -624,6 +624,12 @@ pub fn drive_sender(
             (Err(RecvTimeoutError::Timeout), Some(from)) => Some(from),
             _ => None,
         };
+        // Once every file is verified, the wait for the receiver's Close
+        // counts from its last word: a receiver still at its end's work (a
+        // --delete of a large tree) says keepalives meanwhile.
+        if let (Ok(Event::Control(Ok(_))), Some(t)) = (&ev, close_by.as_mut()) {
+            *t = now + CLOSE_WAIT;
+        }
         match ev {
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(Error::Protocol("the session's event channel closed".into()))
@@ -645,17 +651,8 @@ pub fn drive_sender(
             Ok(Event::Hashed(f, h)) => shared.with_core(|c| c.on_hashed(f, h)),
             Ok(Event::SourceFailed(_, why)) => shared
                 .with_core(|c| c.fail(Error::io(why, std::io::Error::other("source changed")))),
-            // A receiver still at its end's work (a --delete of a large
-            // tree) says so: the wait for its Close starts again.
-            Ok(Event::Control(Ok(Message::Keepalive))) => {
-                if let Some(t) = close_by.as_mut() {
-                    *t = now + CLOSE_WAIT;
-                }
-            }
+            Ok(Event::Control(Ok(Message::Keepalive))) => {}
             Ok(Event::Control(Ok(Message::Removed { paths, more }))) => {
-                if let Some(t) = close_by.as_mut() {
-                    *t = now + CLOSE_WAIT;
-                }
                 shared.removed.lock().unwrap().add(paths, more)
             }
             Ok(Event::Control(Ok(m))) => shared.with_core(|c| c.on_control(m)),
@@ -928,6 +925,9 @@ pub fn drive_receiver(
     // Since the sender last said something here: the session's rule for
     // silence applies to this loop, which polls rather than reads.
     let mut waiting_since = Instant::now();
+    // Reading back a resumed file to verify it, or a --delete's walk of a
+    // large tree, may take minutes: the sender hears a keepalive meanwhile.
+    let mut tick = || w.lock().unwrap().keepalive();
     let publish = |core: &mut ReceiverCore| -> Result<()> {
         core.published();
         for (file, hash) in shared.publish()? {
@@ -979,9 +979,7 @@ pub fn drive_receiver(
         }
         match core.on_control(m)? {
             Step::Verify { file, hash } => {
-                // Reading back a resumed file may take minutes: the sender
-                // hears a keepalive every KEEPALIVE meanwhile.
-                shared.verify(file, &hash, &mut || w.lock().unwrap().keepalive())?;
+                shared.verify(file, &hash, &mut tick)?;
                 if core.on_verified(Instant::now(), shared.pending()) {
                     publish(&mut core)?;
                 }
@@ -994,7 +992,6 @@ pub fn drive_receiver(
                     ));
                 }
                 shared.finish()?;
-                let mut tick = || w.lock().unwrap().keepalive();
                 if let Some(removed) = shared.delete_extraneous(&mut tick)? {
                     crate::session::sync::send_removed(&mut w.lock().unwrap(), &removed)?;
                 }

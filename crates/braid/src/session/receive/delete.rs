@@ -41,23 +41,23 @@ pub fn extraneous(
 ) -> Result<Vec<Extra>> {
     let named: HashSet<&str> = manifest.iter().map(|e| e.path.as_str()).collect();
     let mut out = Vec::new();
+    let mut walk = Walk {
+        root,
+        filter,
+        max,
+        tick,
+    };
     for d in manifest.iter().filter(|e| e.is_dir()) {
         let rel = Path::new(&d.path);
         // A directory the session did not make (a dry run) holds nothing.
         let Ok(dir) = root.dir(rel) else { continue };
-        for (name, kind) in listing(&dir, root, rel, tick)? {
+        for (name, kind) in listing(&dir, root, rel, walk.tick)? {
             let path = rel.join(&name);
             if pathsafe::is_internal(&name.to_string_lossy())
                 || path.to_str().is_some_and(|p| named.contains(p))
             {
                 continue;
             }
-            let mut walk = Walk {
-                root,
-                filter,
-                max,
-                tick: &mut *tick,
-            };
             walk.collect(&path, kind, &mut out)?;
         }
     }
