@@ -2,9 +2,9 @@
 //!
 //! Both ends derive an authentication key from the token; each proves it
 //! holds it by a MAC over both nonces, its role and what the handshake
-//! agreed (the version, the client's offer, the server's suite), so a proof
-//! cannot be replayed in another session or reflected back, and a relay
-//! cannot change what was agreed. The session key, from which every record
+//! agreed (the version, the client's offer, the server's announcement, the
+//! suite), so a proof cannot be replayed in another session or reflected
+//! back, and a relay cannot change what was agreed. The session key, from which every record
 //! key is derived (see [`crate::seal`]) and with which data connections prove
 //! their attach, comes from the same nonces: fresh per session, never sent.
 //!
@@ -28,14 +28,16 @@ fn mac(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-/// The client's proof (`Proof`): over both nonces, the protocol version and
-/// the client's offer of suites, so that a relay that changes the offer (to
-/// ask for an unsealed session, say) makes the proof fail.
+/// The client's proof (`Proof`): over both nonces, the protocol version, the
+/// client's offer of suites and the server's announcement of its own (its
+/// `Challenge`), so that a relay that changes either (to ask for an unsealed
+/// session, or to strip a suite) makes the proof fail.
 pub fn client_proof(
     token: &[u8],
     client_nonce: &[u8; 16],
     server_nonce: &[u8; 16],
     offer: u8,
+    announced: u8,
 ) -> [u8; 32] {
     mac(
         &auth_key(token),
@@ -44,17 +46,18 @@ pub fn client_proof(
             client_nonce,
             server_nonce,
             &crate::VERSION.to_be_bytes(),
-            &[offer],
+            &[offer, announced],
         ],
     )
 }
 
-/// The server's proof (`Welcome`): over the same, and the suite it chose.
+/// The server's proof (`Welcome`): over the same, and the suite both chose.
 pub fn server_proof(
     token: &[u8],
     client_nonce: &[u8; 16],
     server_nonce: &[u8; 16],
     offer: u8,
+    announced: u8,
     suite: u8,
 ) -> [u8; 32] {
     mac(
@@ -64,7 +67,7 @@ pub fn server_proof(
             client_nonce,
             server_nonce,
             &crate::VERSION.to_be_bytes(),
-            &[offer, suite],
+            &[offer, announced, suite],
         ],
     )
 }
@@ -110,20 +113,25 @@ mod tests {
 
     #[test]
     fn proofs_depend_on_token_role_and_both_nonces() {
-        let p = client_proof(b"secret", &C, &S, 3);
-        assert!(verify(&p, &client_proof(b"secret", &C, &S, 3)));
-        assert!(!verify(&p, &client_proof(b"secret!", &C, &S, 3)));
-        assert!(!verify(&p, &client_proof(b"secret", &S, &C, 3)));
+        let p = client_proof(b"secret", &C, &S, 3, 7);
+        assert!(verify(&p, &client_proof(b"secret", &C, &S, 3, 7)));
+        assert!(!verify(&p, &client_proof(b"secret!", &C, &S, 3, 7)));
+        assert!(!verify(&p, &client_proof(b"secret", &S, &C, 3, 7)));
         assert!(
-            !verify(&p, &client_proof(b"secret", &C, &S, 7)),
+            !verify(&p, &client_proof(b"secret", &C, &S, 7, 7)),
             "a changed offer must not pass"
         );
         assert!(
-            !verify(&p, &server_proof(b"secret", &C, &S, 3, 1)),
+            !verify(&p, &client_proof(b"secret", &C, &S, 3, 3)),
+            "nor a changed announcement"
+        );
+        assert!(
+            !verify(&p, &server_proof(b"secret", &C, &S, 3, 7, 1)),
             "a client proof must not pass as the server's"
         );
-        let w = server_proof(b"secret", &C, &S, 3, 1);
-        assert!(!verify(&w, &server_proof(b"secret", &C, &S, 3, 0)));
+        let w = server_proof(b"secret", &C, &S, 3, 7, 1);
+        assert!(!verify(&w, &server_proof(b"secret", &C, &S, 3, 7, 0)));
+        assert!(!verify(&w, &server_proof(b"secret", &C, &S, 3, 3, 1)));
         let k = session_key(b"secret", &C, &S);
         assert_ne!(k, session_key(b"secret", &C, &[3; 16]));
         assert_ne!(attach_proof(&k, 1, 0, 0), attach_proof(&k, 1, 1, 0));
@@ -135,9 +143,9 @@ mod tests {
     fn known_answer() {
         // Pinned so that two builds of braid of one protocol version always
         // agree (the version is in the proof: a new one changes it).
-        let p = client_proof(b"token", &[0; 16], &[0; 16], 3);
+        let p = client_proof(b"token", &[0; 16], &[0; 16], 3, 7);
         assert_eq!(&p[..4], &KNOWN[..]);
     }
 
-    const KNOWN: [u8; 4] = [21, 252, 189, 152];
+    const KNOWN: [u8; 4] = [19, 107, 1, 181];
 }

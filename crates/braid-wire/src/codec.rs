@@ -29,9 +29,18 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
     out.extend_from_slice(&[0, 0, 0, 0, m.type_byte()]);
     let mut w = Writer(out);
     match m {
-        Message::Hello { version, nonce } | Message::Challenge { version, nonce } => {
+        Message::Hello { version, nonce } => {
             w.u16(*version);
             w.bytes(nonce);
+        }
+        Message::Challenge {
+            version,
+            nonce,
+            suites,
+        } => {
+            w.u16(*version);
+            w.bytes(nonce);
+            w.u8(*suites);
         }
         Message::Proof { mac, offer } => {
             w.bytes(mac);
@@ -138,6 +147,17 @@ pub fn encode(m: &Message, out: &mut Vec<u8>) {
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
 }
 
+/// An [`Offer`]'s bits, none unknown.
+fn suites(v: u8, what: &'static str) -> Result<u8, DecodeError> {
+    if v & !Offer::KNOWN != 0 {
+        return Err(DecodeError::Value {
+            what,
+            value: v as u64,
+        });
+    }
+    Ok(v)
+}
+
 /// Decodes the first frame of `buf`: `Ok(None)` if more bytes are needed,
 /// else the message and how many bytes it took.
 pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
@@ -158,26 +178,27 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
         what: "frame",
     };
     let m = match ty {
-        1 | 2 => {
-            r.what = if ty == 1 { "hello" } else { "challenge" };
+        1 => {
+            r.what = "hello";
             let version = r.u16()?;
             let nonce = r.array::<16>()?;
-            if ty == 1 {
-                Message::Hello { version, nonce }
-            } else {
-                Message::Challenge { version, nonce }
+            Message::Hello { version, nonce }
+        }
+        2 => {
+            r.what = "challenge";
+            let version = r.u16()?;
+            let nonce = r.array::<16>()?;
+            let suites = suites(r.u8()?, "challenge: suites")?;
+            Message::Challenge {
+                version,
+                nonce,
+                suites,
             }
         }
         3 => {
             r.what = "proof";
             let mac = r.array()?;
-            let offer = r.u8()?;
-            if offer & !Offer::KNOWN != 0 {
-                return Err(DecodeError::Value {
-                    what: "proof: offer",
-                    value: offer as u64,
-                });
-            }
+            let offer = suites(r.u8()?, "proof: offer")?;
             Message::Proof { mac, offer }
         }
         4 => {
@@ -741,8 +762,13 @@ mod tests {
         );
         prop_oneof![
             (any::<u16>(), nonce).prop_map(|(version, nonce)| Message::Hello { version, nonce }),
-            (any::<u16>(), nonce)
-                .prop_map(|(version, nonce)| Message::Challenge { version, nonce }),
+            (any::<u16>(), nonce, 0u8..8).prop_map(|(version, nonce, suites)| {
+                Message::Challenge {
+                    version,
+                    nonce,
+                    suites,
+                }
+            }),
             (mac, 0u8..8).prop_map(|(mac, offer)| Message::Proof { mac, offer }),
             (mac, 0u8..3).prop_map(|(mac, suite)| Message::Welcome { mac, suite }),
             params.prop_map(Message::Open),

@@ -13,10 +13,11 @@
 //! header only: its `len` bytes of data follow it raw on the same stream.
 //!
 //! The handshake (see [`auth`]): the client says `Hello` with a nonce, the
-//! server answers `Challenge` with its own, the client proves it holds the
-//! token (`Proof`, with the suites it offers), the server proves it too
-//! (`Welcome`, with the suite it chose). The token itself never crosses the
-//! wire. Data connections `Attach` with a proof keyed by the session key both
+//! server answers `Challenge` with its own and the suites it can run, the
+//! client proves it holds the token (`Proof`, with the suites it offers) and
+//! seals what it sends from there on with the suite both ends choose from the
+//! two ([`seal::Offer::choose`]), without waiting; the server proves it too
+//! (`Welcome`, with that suite). The token itself never crosses the wire. Data connections `Attach` with a proof keyed by the session key both
 //! ends derived, over a counter the server accepts once. From there on every
 //! byte of every connection travels in sealed records ([`seal`]).
 //!
@@ -37,5 +38,7 @@ pub use message::{
 
 /// The protocol version this build speaks; a peer with another is refused.
 /// 3: every frame after the handshake is sealed (see [`seal`]); 4: the
-/// receiver tells the sender the bottleneck's rate it sees (`Bottleneck`).
-pub const VERSION: u16 = 4;
+/// receiver tells the sender the bottleneck's rate it sees (`Bottleneck`);
+/// 5: the server announces its suites in `Challenge` and the client seals
+/// right behind its `Proof`, a round trip sooner.
+pub const VERSION: u16 = 5;

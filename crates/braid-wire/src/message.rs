@@ -213,16 +213,21 @@ pub enum Message {
         version: u16,
         nonce: [u8; 16],
     },
+    /// The server's nonce, and the suites it can run as a
+    /// [`crate::seal::Offer`] (its `PLAIN` bit: it allows unsealed sessions).
     Challenge {
         version: u16,
         nonce: [u8; 16],
+        suites: u8,
     },
-    /// The client's proof of the token, and its [`crate::seal::Offer`].
+    /// The client's proof of the token, and its [`crate::seal::Offer`]; every
+    /// frame the client sends after this one is sealed with the suite both
+    /// ends choose from the offer and the challenge's suites.
     Proof {
         mac: [u8; 32],
         offer: u8,
     },
-    /// The server's proof, and the [`crate::seal::Suite`] it chose; every
+    /// The server's proof, and the [`crate::seal::Suite`] chosen; every
     /// frame after this one, on this connection and on every data
     /// connection of the session, is sealed.
     Welcome {

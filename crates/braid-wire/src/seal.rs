@@ -86,22 +86,29 @@ impl Suite {
     }
 }
 
-/// What a client offers in its `Proof`: the suites it can seal with, fastest
-/// first, and whether it asks for an unsealed session.
+/// What an end can seal with, as bits: the client's offer (in its `Proof`:
+/// the suites it can run, and whether it asks for an unsealed session) and
+/// the server's announcement (in its `Challenge`: the suites it can run, and
+/// whether it consents to an unsealed session). Both ends choose the suite
+/// from the two with the same rule ([`Offer::choose`]), so the client seals
+/// right behind its proof without waiting for the server's word; each end's
+/// proof covers both, so a relay that changes either makes the proofs fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Offer(pub u8);
 
 impl Offer {
-    /// AES-256-GCM runs on this CPU's AES instructions.
+    /// AES-256-GCM runs on this end's AES instructions.
     pub const AES_FAST: u8 = 1;
     /// ChaCha20-Poly1305: every build can.
     pub const CHACHA: u8 = 2;
-    /// The user asked for an unsealed session (a trusted link).
+    /// The client: the user asked for an unsealed session (a trusted link);
+    /// the server: it allows one (`braid serve --allow-plain`).
     pub const PLAIN: u8 = 4;
     pub const KNOWN: u8 = Self::AES_FAST | Self::CHACHA | Self::PLAIN;
 
-    /// This end's offer: AES-GCM where the CPU has AES instructions, and the
-    /// plain session only where the user asked for it.
+    /// This end's suites: AES-GCM where the CPU has AES instructions, and the
+    /// plain session only where the user asked for it (a client) or allows
+    /// it (a server).
     pub fn here(plain: bool) -> Offer {
         let aes = if aes_is_fast() { Self::AES_FAST } else { 0 };
         Offer(aes | Self::CHACHA | if plain { Self::PLAIN } else { 0 })
@@ -111,18 +118,20 @@ impl Offer {
         self.0 & Self::PLAIN != 0
     }
 
-    /// The server's choice. Plain needs both ends' consent: a client that asks
-    /// for it from a server that does not allow it is refused (`None`), so a
-    /// benchmark never measures another thing than it meant to. Otherwise
-    /// AES-256-GCM where both ends have AES instructions (it is several times
-    /// faster there), else ChaCha20-Poly1305 (fast in software everywhere).
-    pub fn choose(self, allow_plain: bool) -> Option<Suite> {
+    /// The suite for a client's offer (`self`) and a server's announcement.
+    /// Plain needs both ends' consent: a client that asks for it from a
+    /// server that does not allow it is refused (`None`), so a benchmark
+    /// never measures another thing than it meant to. Otherwise AES-256-GCM
+    /// where both ends have AES instructions (it is several times faster
+    /// there), else ChaCha20-Poly1305 (fast in software everywhere).
+    pub fn choose(self, server: Offer) -> Option<Suite> {
+        let both = self.0 & server.0;
         if self.asks_plain() {
-            return allow_plain.then_some(Suite::Plain);
+            return server.asks_plain().then_some(Suite::Plain);
         }
-        if self.0 & Self::AES_FAST != 0 && aes_is_fast() {
+        if both & Self::AES_FAST != 0 {
             Some(Suite::Aes256Gcm)
-        } else if self.0 & Self::CHACHA != 0 {
+        } else if both & Self::CHACHA != 0 {
             Some(Suite::ChaCha20Poly1305)
         } else {
             None
@@ -524,22 +533,37 @@ mod tests {
     }
 
     #[test]
-    fn the_server_chooses_plain_only_with_both_ends_consent() {
-        let sealed = Offer(Offer::AES_FAST | Offer::CHACHA);
+    fn plain_only_with_both_ends_consent_and_aes_only_where_both_run_it_fast() {
+        let aes = Offer(Offer::AES_FAST | Offer::CHACHA);
+        let chacha = Offer(Offer::CHACHA);
         let plain = Offer(Offer::AES_FAST | Offer::CHACHA | Offer::PLAIN);
-        assert_ne!(sealed.choose(true), Some(Suite::Plain));
-        assert_ne!(sealed.choose(false), Some(Suite::Plain));
-        assert_eq!(plain.choose(true), Some(Suite::Plain));
-        assert_eq!(plain.choose(false), None);
+        let allows = Offer(Offer::AES_FAST | Offer::CHACHA | Offer::PLAIN);
+        assert_eq!(aes.choose(aes), Some(Suite::Aes256Gcm));
         assert_eq!(
-            Offer(Offer::CHACHA).choose(false),
+            aes.choose(allows),
+            Some(Suite::Aes256Gcm),
+            "a server's consent to plain is not a client's ask"
+        );
+        assert_eq!(plain.choose(allows), Some(Suite::Plain));
+        assert_eq!(
+            plain.choose(aes),
+            None,
+            "plain refused, never sealed instead"
+        );
+        assert_eq!(
+            chacha.choose(aes),
             Some(Suite::ChaCha20Poly1305),
             "a client without AES instructions gets ChaCha20"
         );
-        assert_eq!(Offer(0).choose(false), None);
-        if aes_is_fast() {
-            assert_eq!(sealed.choose(false), Some(Suite::Aes256Gcm));
-        }
+        assert_eq!(
+            aes.choose(chacha),
+            Some(Suite::ChaCha20Poly1305),
+            "nor a server without"
+        );
+        assert_eq!(Offer(0).choose(aes), None);
+        assert_eq!(aes.choose(Offer(Offer::PLAIN)), None);
+        assert!(!Offer::here(false).asks_plain());
+        assert!(Offer::here(true).asks_plain());
     }
 
     #[test]

@@ -579,6 +579,86 @@ fn an_earlier_sessions_bytes_replayed_move_nothing() {
     );
 }
 
+/// A relay that changes what the server announced in its Challenge (here:
+/// that it allows unsealed sessions) makes the client's proof fail, though
+/// the client's choice of suite is unchanged by it: the proof covers the
+/// announcement as the client read it. Nothing moves.
+#[test]
+fn a_relay_that_changes_the_servers_suites_fails_the_proof() {
+    let (src, dst) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let file = src.path().join("f");
+    fs::write(&file, b"x").unwrap();
+    let server = serve(dst.path(), false);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    thread::spawn(move || {
+        for client in l.incoming() {
+            let mut client = client.unwrap();
+            let mut upstream = TcpStream::connect(&server).unwrap();
+            let Some(hello) = read_frame(&mut client) else {
+                continue;
+            };
+            upstream.write_all(&hello).unwrap();
+            let Some(mut challenge) = read_frame(&mut upstream) else {
+                continue;
+            };
+            *challenge.last_mut().unwrap() |= braid_wire::seal::Offer::PLAIN;
+            client.write_all(&challenge).unwrap();
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+            thread::spawn(move || std::io::copy(&mut c2, &mut u2));
+            let _ = std::io::copy(&mut upstream, &mut client);
+        }
+    });
+    let e = client::send(&config(&addr, Kind::Send, false), &[file], "").unwrap_err();
+    assert!(matches!(e, Error::Auth(_)), "{e}");
+    assert_eq!(fs::read_dir(dst.path()).unwrap().count(), 0);
+}
+
+/// The client's first sealed message follows its proof without waiting for
+/// the server's Welcome (a round trip sooner), and opens once the Welcome is
+/// sent: a server that holds the token finds the Open already there.
+#[test]
+fn the_open_follows_the_proof_before_the_welcome() {
+    use braid_wire::auth;
+    use braid_wire::seal::{Channel, Offer};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let server = thread::spawn(move || {
+        let mut c = Conn::new(l.accept().unwrap().0).unwrap();
+        let Ok(Message::Hello { nonce: nc, .. }) = c.recv() else {
+            panic!("no hello");
+        };
+        let (ns, suites) = ([9u8; 16], Offer::here(false));
+        c.send(&Message::Challenge {
+            version: braid_wire::VERSION,
+            nonce: ns,
+            suites: suites.0,
+        })
+        .unwrap();
+        let Ok(Message::Proof { offer, .. }) = c.recv() else {
+            panic!("no proof");
+        };
+        let before_welcome = c.r.wait_readable(Duration::from_secs(10));
+        let suite = Offer(offer).choose(suites).unwrap();
+        let token = TOKEN.as_bytes();
+        c.send(&Message::Welcome {
+            mac: auth::server_proof(token, &nc, &ns, offer, suites.0, suite as u8),
+            suite: suite as u8,
+        })
+        .unwrap();
+        let agreed = session::Agreed {
+            key: auth::session_key(token, &nc, &ns),
+            suite,
+        };
+        c.seal(agreed.keys(Channel::Control, false));
+        (before_welcome, c.recv())
+    });
+    let _ = client::bench(&config(&addr, Kind::Bench, false));
+    let (before_welcome, first) = server.join().unwrap();
+    assert!(before_welcome, "the client waited for the welcome");
+    assert!(matches!(first, Ok(Message::Open(_))), "{first:?}");
+}
+
 /// Something that plays the server without the token: the client refuses
 /// its welcome, and writes nothing.
 #[test]
@@ -592,6 +672,7 @@ fn a_server_without_the_token_is_refused_by_the_client() {
             let _ = c.send(&Message::Challenge {
                 version: braid_wire::VERSION,
                 nonce: [1; 16],
+                suites: braid_wire::seal::Offer::here(false).0,
             });
             let _ = c.recv();
             let _ = c.send(&Message::Welcome {

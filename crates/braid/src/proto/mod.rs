@@ -13,12 +13,16 @@
 //! ```text
 //! control connection
 //!   C -> S  Hello {version, nonce}            a version the server does not speak: Error 426
-//!   S -> C  Challenge {version, nonce}
-//!   C -> S  Proof {mac, offer}                 the token, proven, and how the client can seal; a
-//!                                              wrong token: Error 401
-//!   S -> C  Welcome {mac, suite}               the server proves it too and chooses the suite; both
-//!                                              derive the session key. From here on every byte of
-//!                                              this connection is sealed (braid_wire::seal)
+//!   S -> C  Challenge {version, nonce, suites} how the server can seal (and whether it allows plain)
+//!   C -> S  Proof {mac, offer}                 the token, proven, and how the client can seal; both
+//!                                              ends choose the suite from the offer and the suites
+//!                                              (braid_wire::seal::Offer::choose) and derive the
+//!                                              session key. Everything the client sends from here
+//!                                              on is sealed (braid_wire::seal), without waiting;
+//!                                              a wrong token: Error 401
+//!   S -> C  Welcome {mac, suite}               the server proves it too; everything it sends from
+//!                                              here on is sealed. (A plain session's client waits
+//!                                              for the Welcome before its Open.)
 //!   C -> S  Open {kind, mode, streams, ...}    send | get | bench
 //!   C -> S  Filter {rules}                     send, get with FLAG_FILTER (--exclude/--include)
 //!   send:  C -> S Manifest* (the files, 1 MiB frames), Sums* (FLAG_CHECKSUM),

@@ -2,7 +2,9 @@
 //!
 //! A connection starts in the clear for its handshake (Hello to Welcome on a
 //! control connection, Attach on a data connection) and is then sealed
-//! ([`Conn::seal`]): from there on every byte either way travels in the
+//! ([`Conn::seal`]; a client seals what it sends right behind its proof and
+//! what it reads once the server's `Welcome` checks, [`Conn::seal_awaiting`]):
+//! from there on every byte either way travels in the
 //! records of `braid_wire::seal`, frames and block data alike, and a record
 //! that does not open ends the connection with [`Error::Tampered`] before
 //! anything it carried is used.
@@ -14,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use braid_wire::seal::{Keys, Opened, Opener, SealError, Sealer, DATA, DATA_AT, END, MAX_RECORD};
-use braid_wire::{decode, encode, Message, MAX_FRAME};
+use braid_wire::{auth, decode, encode, Message, MAX_FRAME};
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::path::dispersion::Dispersion;
 use crate::session::stamp::Stamper;
 
@@ -145,6 +147,18 @@ pub struct FrameReader {
     /// A data stream that sends before its acceptance arrives: the session
     /// its first frame must accept (see `session::attach`).
     accepting: Option<u64>,
+    /// A client that sealed what it sends before the server proved the
+    /// token: the `Welcome` its first frame must be.
+    welcome: Option<Box<Welcome>>,
+}
+
+/// The server's `Welcome` a client awaits, and the records it opens.
+pub struct Welcome {
+    /// The server's proof over the handshake (`braid_wire::auth::server_proof`).
+    pub mac: [u8; 32],
+    /// The suite the client chose, which the server must name.
+    pub suite: braid_wire::seal::Suite,
+    pub open: Opener,
 }
 
 /// A connection's socket as its reader reads it: plainly, or with each read
@@ -221,6 +235,7 @@ impl Conn {
                 deadline: None,
                 idle: None,
                 accepting: None,
+                welcome: None,
             },
             w: FrameWriter {
                 writer,
@@ -255,6 +270,15 @@ impl Conn {
         self.w.rec = vec![0; MAX_RECORD];
     }
 
+    /// From now on what this end sends is sealed with `send`; what it reads
+    /// is once the peer's first frame is the `welcome` awaited, and until
+    /// then nothing else is read.
+    pub fn seal_awaiting(&mut self, send: Sealer, welcome: Welcome) {
+        self.w.seal = Some(send);
+        self.w.rec = vec![0; MAX_RECORD];
+        self.r.welcome = Some(Box::new(welcome));
+    }
+
     pub fn stream(&self) -> &TcpStream {
         &self.w.writer
     }
@@ -285,6 +309,8 @@ impl Conn {
                     .set_deadline(Some(Instant::now() + Duration::from_secs(2)));
                 let reason = match self.r.recv_opt() {
                     Ok(Some(Message::Error { code, message })) => Error::Remote { code, message },
+                    // Its refusal of the handshake, met awaiting its Welcome.
+                    Err(r @ (Error::Auth(_) | Error::Remote { .. })) => r,
                     _ => e,
                 };
                 self.r.set_deadline(None);
@@ -776,7 +802,45 @@ impl FrameReader {
         }
     }
 
+    /// Reads the `Welcome` [`Conn::seal_awaiting`] awaits, if it is still
+    /// to come, and opens the records behind it.
+    pub fn await_welcome(&mut self) -> Result<()> {
+        let Some(w) = self.welcome.take() else {
+            return Ok(());
+        };
+        match self.read_frame()? {
+            Some(Message::Welcome { mac, suite }) if auth::verify(&w.mac, &mac) => {
+                if suite != w.suite as u8 {
+                    return Err(Error::Protocol(format!(
+                        "{} named suite {suite} where both ends choose {}",
+                        self.peer,
+                        w.suite.name()
+                    )));
+                }
+                self.open = Some(w.open);
+                Ok(())
+            }
+            Some(Message::Welcome { .. }) => Err(Error::Auth(format!(
+                "{} does not hold our token",
+                self.peer
+            ))),
+            Some(Message::Error { code, message }) if code == Code::Auth as u16 => {
+                Err(Error::Auth(message))
+            }
+            Some(Message::Error { code, message }) => Err(Error::Remote { code, message }),
+            Some(m) => Err(crate::proto::unexpected("a welcome", &m)),
+            None => Err(Error::connect(
+                format!("opening a session with {}", self.peer),
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the connection closed before the server's welcome",
+                ),
+            )),
+        }
+    }
+
     fn recv_frame(&mut self) -> Result<Option<Message>> {
+        self.await_welcome()?;
         self.await_acceptance()?;
         self.read_frame()
     }

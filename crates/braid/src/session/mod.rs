@@ -34,7 +34,7 @@ use socket2::{Domain, Socket, Type};
 use crate::error::{Code, Error, Result};
 use crate::proto::steer::StreamControl;
 use crate::proto::unexpected;
-use crate::session::conn::Conn;
+use crate::session::conn::{Conn, Welcome};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -87,17 +87,26 @@ impl Agreed {
     }
 }
 
-/// Client side: proves the token, offers how to seal (`plain`: the user asked
-/// for an unsealed session), checks the server's proof and choice, and seals
-/// the control connection.
+/// Client side: proves the token and offers how to seal (`plain`: the user
+/// asked for an unsealed session), chooses the suite from its offer and the
+/// server's announcement as the server does, and seals what it sends from
+/// here on, so the session's first message follows the proof without waiting
+/// (a round trip sooner); what it reads is sealed once the server's
+/// `Welcome` proves the token too (the connection's first read,
+/// `Conn::seal_awaiting`). An unsealed session waits for the Welcome here:
+/// nothing crosses in the clear before the server proved the token.
 pub fn client_handshake(conn: &mut Conn, token: &Token, plain: bool) -> Result<Agreed> {
     let nonce_c: [u8; 16] = random()?;
     conn.send(&Message::Hello {
         version: VERSION,
         nonce: nonce_c,
     })?;
-    let nonce_s = match conn.recv() {
-        Ok(Message::Challenge { version, nonce }) if version == VERSION => nonce,
+    let (nonce_s, suites) = match conn.recv() {
+        Ok(Message::Challenge {
+            version,
+            nonce,
+            suites,
+        }) if version == VERSION => (nonce, Offer(suites)),
         Ok(Message::Challenge { version, .. }) => {
             return Err(Error::Protocol(format!(
                 "the server speaks protocol {version}, this braid {VERSION}: \
@@ -113,49 +122,49 @@ pub fn client_handshake(conn: &mut Conn, token: &Token, plain: bool) -> Result<A
         Err(e) => return Err(e),
     };
     let offer = Offer::here(plain);
+    let Some(suite) = offer.choose(suites) else {
+        let e = Error::Remote {
+            code: Code::BadRequest as u16,
+            message: no_suite(offer).into(),
+        };
+        conn.send_error(&e);
+        return Err(e);
+    };
     conn.send(&Message::Proof {
-        mac: auth::client_proof(&token.0, &nonce_c, &nonce_s, offer.0),
+        mac: auth::client_proof(&token.0, &nonce_c, &nonce_s, offer.0, suites.0),
         offer: offer.0,
     })?;
-    let suite = match conn.recv() {
-        Ok(Message::Welcome { mac, suite })
-            if auth::verify(
-                &auth::server_proof(&token.0, &nonce_c, &nonce_s, offer.0, suite),
-                &mac,
-            ) =>
-        {
-            Suite::from_u8(suite).expect("the codec checks the suite")
-        }
-        Ok(Message::Welcome { .. }) => {
-            return Err(Error::Auth(format!(
-                "{} does not hold our token",
-                conn.r.peer
-            )))
-        }
-        Ok(m) => return Err(unexpected("a welcome", &m)),
-        Err(Error::Remote { code, message }) if code == Code::Auth as u16 => {
-            return Err(Error::Auth(message))
-        }
-        Err(e) => return Err(e),
-    };
-    if (suite == Suite::Plain) != plain {
-        return Err(Error::Protocol(format!(
-            "the server chose {} where this end asked for {}",
-            suite.name(),
-            if plain { "plain" } else { "a sealed session" }
-        )));
-    }
     let agreed = Agreed {
         key: auth::session_key(&token.0, &nonce_c, &nonce_s),
         suite,
     };
-    conn.seal(agreed.keys(Channel::Control, true));
+    let keys = agreed.keys(Channel::Control, true);
+    let welcome = Welcome {
+        mac: auth::server_proof(&token.0, &nonce_c, &nonce_s, offer.0, suites.0, suite as u8),
+        suite,
+        open: keys.recv,
+    };
+    conn.seal_awaiting(keys.send, welcome);
+    if suite == Suite::Plain {
+        conn.r.await_welcome()?;
+    }
     Ok(agreed)
 }
 
-/// Server side, after the client's `Hello`: checks the client's proof,
-/// chooses how to seal (`allow_plain`: this server consents to unsealed
-/// sessions a client asks for), proves the token, and seals the connection.
+/// Why a client's offer and a server's suites have no suite in common.
+fn no_suite(offer: Offer) -> &'static str {
+    if offer.asks_plain() {
+        "the client asked for an unsealed session (--plain), which this server does not \
+         allow (braid serve --allow-plain)"
+    } else {
+        "the client offers no way of sealing that this server knows"
+    }
+}
+
+/// Server side, after the client's `Hello`: announces how it can seal
+/// (`allow_plain`: this server consents to unsealed sessions a client asks
+/// for), checks the client's proof, proves the token, and seals the
+/// connection with the suite both ends chose.
 pub fn server_handshake(
     conn: &mut Conn,
     token: &Token,
@@ -174,14 +183,16 @@ pub fn server_handshake(
         return Err(e);
     }
     let nonce_s: [u8; 16] = random()?;
+    let suites = Offer::here(allow_plain);
     conn.send(&Message::Challenge {
         version: VERSION,
         nonce: nonce_s,
+        suites: suites.0,
     })?;
     let offer = match conn.recv()? {
         Message::Proof { mac, offer }
             if auth::verify(
-                &auth::client_proof(&token.0, &nonce_c, &nonce_s, offer),
+                &auth::client_proof(&token.0, &nonce_c, &nonce_s, offer, suites.0),
                 &mac,
             ) =>
         {
@@ -197,17 +208,11 @@ pub fn server_handshake(
         }
         m => return Err(unexpected("a proof", &m)),
     };
-    let Some(suite) = offer.choose(allow_plain) else {
-        let why = if offer.asks_plain() {
-            "the client asked for an unsealed session (--plain), which this server does not \
-             allow (braid serve --allow-plain)"
-        } else {
-            "the client offers no way of sealing that this server knows"
-        };
-        return conn.tell(Err(Error::refused(Code::BadRequest, why)));
+    let Some(suite) = offer.choose(suites) else {
+        return conn.tell(Err(Error::refused(Code::BadRequest, no_suite(offer))));
     };
     conn.send(&Message::Welcome {
-        mac: auth::server_proof(&token.0, &nonce_c, &nonce_s, offer.0, suite as u8),
+        mac: auth::server_proof(&token.0, &nonce_c, &nonce_s, offer.0, suites.0, suite as u8),
         suite: suite as u8,
     })?;
     let agreed = Agreed {
