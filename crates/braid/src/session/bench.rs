@@ -200,13 +200,17 @@ fn answer(ctrl: &mut Conn, life: &Life) -> Result<Message> {
         ctrl.r
             .set_deadline(Some(Instant::now() + Duration::from_secs(3)));
     }
-    ctrl.recv().map_err(|e| {
-        if life.interrupted() {
-            Error::Interrupted
-        } else {
-            e
-        }
-    })
+    ctrl.recv().map_err(|e| stopped_or(life, e))
+}
+
+/// A read that failed once this end was interrupted failed by the stop (the
+/// sender, told of it, closed): the stop is the session's end, not the read.
+fn stopped_or(life: &Life, e: Error) -> Error {
+    if life.interrupted() {
+        Error::Interrupted
+    } else {
+        e
+    }
 }
 
 /// The receiving end's close: its streams end when the sender closes them
@@ -242,7 +246,7 @@ pub fn close_receiving(
             // waits for the next message however long the bench lasts.
             match ctrl.r.recv_any() {
                 Ok(Message::Keepalive) => continue,
-                said => break said,
+                said => break said.map_err(|e| stopped_or(life, e)),
             }
         }
         // A sender that attached nothing and says nothing is not waited for
