@@ -659,6 +659,30 @@ fn the_open_follows_the_proof_before_the_welcome() {
     assert!(matches!(first, Ok(Message::Open(_))), "{first:?}");
 }
 
+/// A listener that accepts and never answers (a hung server, a tarpit):
+/// the client gives up on its hello within seconds, saying so, rather than
+/// waiting for ever.
+#[test]
+fn a_listener_that_says_nothing_is_left_after_the_hellos_wait() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let held = thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        thread::sleep(Duration::from_secs(30));
+        drop(s);
+    });
+    let (src, _dst) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let file = src.path().join("f");
+    fs::write(&file, b"x").unwrap();
+    let began = std::time::Instant::now();
+    let e = client::send(&config(&addr, Kind::Send, false), &[file], "").unwrap_err();
+    let waited = began.elapsed();
+    assert!(e.is_timeout(), "{e}");
+    assert!(e.to_string().contains("hello"), "{e}");
+    assert!(waited < Duration::from_secs(25), "waited {waited:?}");
+    drop(held);
+}
+
 /// Something that plays the server without the token: the client refuses
 /// its welcome, and writes nothing.
 #[test]

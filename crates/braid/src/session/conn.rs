@@ -818,6 +818,9 @@ impl FrameReader {
                     )));
                 }
                 self.open = Some(w.open);
+                // The server proved the token: its session's frames may be as
+                // large as any.
+                self.limit = MAX_FRAME;
                 Ok(())
             }
             Some(Message::Welcome { .. }) => Err(Error::Auth(format!(

@@ -24,7 +24,7 @@ pub mod sync;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsFd;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use braid_cc::{Controls, SocketSettings};
 use braid_wire::seal::{Channel, Keys, Offer, Suite};
@@ -37,6 +37,14 @@ use crate::proto::unexpected;
 use crate::session::conn::{Conn, Welcome};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A server answers a Hello at once; a client waits this long for it (the
+/// time a server gives a client to prove the token, `server::Limits`), so a
+/// listener that accepts and says nothing does not hold it for ever.
+const HELLO_WITHIN: Duration = Duration::from_secs(10);
+/// Before a peer proves the token, frames are at most this large (a Hello,
+/// a Challenge, a Proof, a Welcome and an Attach are under 60 bytes, an
+/// Error a sentence).
+pub const UNAUTHENTICATED_FRAME: u32 = 1024;
 
 /// The secret both ends share; it never crosses the wire.
 #[derive(Clone)]
@@ -97,11 +105,15 @@ impl Agreed {
 /// nothing crosses in the clear before the server proved the token.
 pub fn client_handshake(conn: &mut Conn, token: &Token, plain: bool) -> Result<Agreed> {
     let nonce_c: [u8; 16] = random()?;
+    conn.r.set_limit(UNAUTHENTICATED_FRAME);
     conn.send(&Message::Hello {
         version: VERSION,
         nonce: nonce_c,
     })?;
-    let (nonce_s, suites) = match conn.recv() {
+    conn.r.set_deadline(Some(Instant::now() + HELLO_WITHIN));
+    let challenge = conn.recv();
+    conn.r.set_deadline(None);
+    let (nonce_s, suites) = match challenge {
         Ok(Message::Challenge {
             version,
             nonce,
@@ -118,6 +130,18 @@ pub fn client_handshake(conn: &mut Conn, token: &Token, plain: bool) -> Result<A
             return Err(Error::Protocol(format!(
                 "{message}: run the same version of braid at both ends"
             )))
+        }
+        Err(e) if e.is_timeout() => {
+            return Err(Error::connect(
+                format!("waiting for {} to answer braid's hello", conn.r.peer),
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no answer within {} s: is a braid server listening there?",
+                        HELLO_WITHIN.as_secs()
+                    ),
+                ),
+            ))
         }
         Err(e) => return Err(e),
     };

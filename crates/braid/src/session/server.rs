@@ -107,9 +107,6 @@ impl Default for Limits {
 
 /// An authenticated client asks for its session within this long.
 const OPEN_WITHIN: Duration = Duration::from_secs(30);
-/// Before a peer proves the token, frames are at most this large (a Hello,
-/// a Proof and an Attach are under 60 bytes).
-const UNAUTHENTICATED_FRAME: u32 = 1024;
 /// Descriptors a connection holds (its socket, the writer's clone and, for a
 /// data connection, telemetry's), and those kept back for files, the
 /// listener and the standard streams.
@@ -447,7 +444,7 @@ fn refuse_full(stream: TcpStream, max: usize) {
 fn handle(stream: TcpStream, id: u64, shared: &Shared) -> Option<Result<()>> {
     let limits = &shared.cfg.limits;
     let mut conn = Conn::new(stream).ok()?;
-    conn.r.set_limit(UNAUTHENTICATED_FRAME);
+    conn.r.set_limit(session::UNAUTHENTICATED_FRAME);
     conn.r.set_deadline(Some(Instant::now() + limits.handshake));
     match conn.recv_opt() {
         Ok(Some(Message::Hello { version, nonce })) => {
