@@ -683,6 +683,36 @@ fn a_listener_that_says_nothing_is_left_after_the_hellos_wait() {
     drop(held);
 }
 
+/// An unsealed session's client waits for the server's Welcome before it
+/// sends anything more: a server that answers the Hello and then nothing
+/// holds it no longer than a silent listener does.
+#[test]
+fn a_plain_session_is_left_by_a_server_silent_after_its_challenge() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let held = thread::spawn(move || {
+        let mut c = Conn::new(l.accept().unwrap().0).unwrap();
+        let _ = c.recv();
+        let _ = c.send(&Message::Challenge {
+            version: braid_wire::VERSION,
+            nonce: [1; 16],
+            suites: braid_wire::seal::Offer::here(true).0,
+        });
+        thread::sleep(Duration::from_secs(30));
+    });
+    let src = tempfile::tempdir().unwrap();
+    let file = src.path().join("f");
+    fs::write(&file, b"x").unwrap();
+    let mut cfg = config(&addr, Kind::Send, false);
+    cfg.plain = true;
+    let began = std::time::Instant::now();
+    let e = client::send(&cfg, &[file], "").unwrap_err();
+    let waited = began.elapsed();
+    assert!(e.is_timeout(), "{e}");
+    assert!(waited < Duration::from_secs(25), "waited {waited:?}");
+    drop(held);
+}
+
 /// Something that plays the server without the token: the client refuses
 /// its welcome, and writes nothing.
 #[test]

@@ -37,9 +37,10 @@ use crate::proto::unexpected;
 use crate::session::conn::{Conn, Welcome};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A server answers a Hello at once; a client waits this long for it (the
-/// time a server gives a client to prove the token, `server::Limits`), so a
-/// listener that accepts and says nothing does not hold it for ever.
+/// A server answers a Hello at once; a client waits this long for what it
+/// says in the clear (the time a server gives a client to prove the token,
+/// `server::Limits`), so a listener that accepts and says nothing does not
+/// hold it for ever.
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// Before a peer proves the token, frames are at most this large (a Hello,
 /// a Challenge, a Proof, a Welcome and an Attach are under 60 bytes, an
@@ -111,9 +112,7 @@ pub fn client_handshake(conn: &mut Conn, token: &Token, plain: bool) -> Result<A
         nonce: nonce_c,
     })?;
     conn.r.set_deadline(Some(Instant::now() + HELLO_WITHIN));
-    let challenge = conn.recv();
-    conn.r.set_deadline(None);
-    let (nonce_s, suites) = match challenge {
+    let (nonce_s, suites) = match conn.recv() {
         Ok(Message::Challenge {
             version,
             nonce,
@@ -172,6 +171,9 @@ pub fn client_handshake(conn: &mut Conn, token: &Token, plain: bool) -> Result<A
     if suite == Suite::Plain {
         conn.r.await_welcome()?;
     }
+    // From here the session's rule for silence bounds every wait, the
+    // Welcome's too (`client::open`).
+    conn.r.set_deadline(None);
     Ok(agreed)
 }
 
