@@ -22,7 +22,7 @@ use braid::session::server;
 use braid::session::{self, SocketOptions, Token};
 use braid::telemetry::Output;
 use braid::Error;
-use braid_wire::seal::DATA_AT;
+use braid_wire::seal::{Offer, DATA_AT};
 use braid_wire::{FileEntry, Kind, Message, Mode, SessionParams, FLAG_RESUME};
 
 mod common;
@@ -602,7 +602,7 @@ fn a_relay_that_changes_the_servers_suites_fails_the_proof() {
             let Some(mut challenge) = read_frame(&mut upstream) else {
                 continue;
             };
-            *challenge.last_mut().unwrap() |= braid_wire::seal::Offer::PLAIN;
+            *challenge.last_mut().unwrap() |= Offer::PLAIN;
             client.write_all(&challenge).unwrap();
             let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
             thread::spawn(move || std::io::copy(&mut c2, &mut u2));
@@ -620,21 +620,13 @@ fn a_relay_that_changes_the_servers_suites_fails_the_proof() {
 #[test]
 fn the_open_follows_the_proof_before_the_welcome() {
     use braid_wire::auth;
-    use braid_wire::seal::{Channel, Offer};
+    use braid_wire::seal::Channel;
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let server = thread::spawn(move || {
         let mut c = Conn::new(l.accept().unwrap().0).unwrap();
-        let Ok(Message::Hello { nonce: nc, .. }) = c.recv() else {
-            panic!("no hello");
-        };
         let (ns, suites) = ([9u8; 16], Offer::here(false));
-        c.send(&Message::Challenge {
-            version: braid_wire::VERSION,
-            nonce: ns,
-            suites: suites.0,
-        })
-        .unwrap();
+        let nc = answer_hello(&mut c, ns, suites).expect("a hello");
         let Ok(Message::Proof { offer, .. }) = c.recv() else {
             panic!("no proof");
         };
@@ -659,6 +651,38 @@ fn the_open_follows_the_proof_before_the_welcome() {
     assert!(matches!(first, Ok(Message::Open(_))), "{first:?}");
 }
 
+/// Plays a server's first step: reads the client's Hello and answers it
+/// with a Challenge of `nonce` and `suites`; the client's nonce.
+fn answer_hello(c: &mut Conn, nonce: [u8; 16], suites: Offer) -> Option<[u8; 16]> {
+    let Ok(Message::Hello { nonce: theirs, .. }) = c.recv() else {
+        return None;
+    };
+    c.send(&Message::Challenge {
+        version: braid_wire::VERSION,
+        nonce,
+        suites: suites.0,
+    })
+    .ok()?;
+    Some(theirs)
+}
+
+/// A send (unsealed where `plain`) to a server at `addr` that stops
+/// answering: the client gives up well before the server would have gone
+/// (30 s), with a timeout; its error.
+fn a_send_left_waiting(addr: &str, plain: bool) -> Error {
+    let src = tempfile::tempdir().unwrap();
+    let file = src.path().join("f");
+    fs::write(&file, b"x").unwrap();
+    let mut cfg = config(addr, Kind::Send, false);
+    cfg.plain = plain;
+    let began = std::time::Instant::now();
+    let e = client::send(&cfg, &[file], "").unwrap_err();
+    let waited = began.elapsed();
+    assert!(e.is_timeout(), "{e}");
+    assert!(waited < Duration::from_secs(25), "waited {waited:?}");
+    e
+}
+
 /// A listener that accepts and never answers (a hung server, a tarpit):
 /// the client gives up on its hello within seconds, saying so, rather than
 /// waiting for ever.
@@ -671,15 +695,8 @@ fn a_listener_that_says_nothing_is_left_after_the_hellos_wait() {
         thread::sleep(Duration::from_secs(30));
         drop(s);
     });
-    let (src, _dst) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let file = src.path().join("f");
-    fs::write(&file, b"x").unwrap();
-    let began = std::time::Instant::now();
-    let e = client::send(&config(&addr, Kind::Send, false), &[file], "").unwrap_err();
-    let waited = began.elapsed();
-    assert!(e.is_timeout(), "{e}");
+    let e = a_send_left_waiting(&addr, false);
     assert!(e.to_string().contains("hello"), "{e}");
-    assert!(waited < Duration::from_secs(25), "waited {waited:?}");
     drop(held);
 }
 
@@ -692,24 +709,10 @@ fn a_plain_session_is_left_by_a_server_silent_after_its_challenge() {
     let addr = l.local_addr().unwrap().to_string();
     let held = thread::spawn(move || {
         let mut c = Conn::new(l.accept().unwrap().0).unwrap();
-        let _ = c.recv();
-        let _ = c.send(&Message::Challenge {
-            version: braid_wire::VERSION,
-            nonce: [1; 16],
-            suites: braid_wire::seal::Offer::here(true).0,
-        });
+        let _ = answer_hello(&mut c, [1; 16], Offer::here(true));
         thread::sleep(Duration::from_secs(30));
     });
-    let src = tempfile::tempdir().unwrap();
-    let file = src.path().join("f");
-    fs::write(&file, b"x").unwrap();
-    let mut cfg = config(&addr, Kind::Send, false);
-    cfg.plain = true;
-    let began = std::time::Instant::now();
-    let e = client::send(&cfg, &[file], "").unwrap_err();
-    let waited = began.elapsed();
-    assert!(e.is_timeout(), "{e}");
-    assert!(waited < Duration::from_secs(25), "waited {waited:?}");
+    a_send_left_waiting(&addr, true);
     drop(held);
 }
 
@@ -722,12 +725,7 @@ fn a_server_without_the_token_is_refused_by_the_client() {
     thread::spawn(move || {
         for s in l.incoming() {
             let mut c = Conn::new(s.unwrap()).unwrap();
-            let _ = c.recv();
-            let _ = c.send(&Message::Challenge {
-                version: braid_wire::VERSION,
-                nonce: [1; 16],
-                suites: braid_wire::seal::Offer::here(false).0,
-            });
+            let _ = answer_hello(&mut c, [1; 16], Offer::here(false));
             let _ = c.recv();
             let _ = c.send(&Message::Welcome {
                 mac: [2; 32],

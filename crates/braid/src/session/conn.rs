@@ -266,16 +266,14 @@ impl Conn {
     /// From now on everything either way is sealed with `keys`.
     pub fn seal(&mut self, keys: Keys) {
         self.r.open = Some(keys.recv);
-        self.w.seal = Some(keys.send);
-        self.w.rec = vec![0; MAX_RECORD];
+        self.w.seal_with(keys.send);
     }
 
     /// From now on what this end sends is sealed with `send`; what it reads
     /// is once the peer's first frame is the `welcome` awaited, and until
     /// then nothing else is read.
     pub fn seal_awaiting(&mut self, send: Sealer, welcome: Welcome) {
-        self.w.seal = Some(send);
-        self.w.rec = vec![0; MAX_RECORD];
+        self.w.seal_with(send);
         self.r.welcome = Some(Box::new(welcome));
     }
 
@@ -332,6 +330,12 @@ impl Conn {
 impl FrameWriter {
     pub fn stream(&self) -> &TcpStream {
         &self.writer
+    }
+
+    /// From now on what this end sends is sealed with `s`.
+    fn seal_with(&mut self, s: Sealer) {
+        self.seal = Some(s);
+        self.rec = vec![0; MAX_RECORD];
     }
 
     fn fail(&self, e: io::Error) -> Error {
