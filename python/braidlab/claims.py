@@ -19,8 +19,10 @@ another's 10. Kinds:
                 `metric` lies within its bounds: `low` and `high` are each {times, of,
                 combine}: `times` x the `combine` (min or max, default min) of the terms
                 in `of`, each a method pattern (the best of its methods' medians of
-                `metric` there) or a column of `a`'s rows (its median: equal_share_mbps,
-                settle_bound_s). Reported as the share with its 95 % Wilson interval.
+                `metric` there), a column of `a`'s rows (its median: equal_share_mbps,
+                settle_bound_s, least_window_mbps) or {times, of} (one such term scaled, so
+                that a bound may be the larger of a quarter of one term and the whole of
+                another). Reported as the share with its 95 % Wilson interval.
   like_flows    `a` (a pattern with one `*`: N flows, or a group of strength k) has the effect
                 of `flows` members of `b`'s sweep (a pattern with one `*`, the number of flows;
                 without `flows`, the number `a`'s `*` stands for): its median `metric` lies between
@@ -308,9 +310,12 @@ def _order(claim: dict, rows: list[dict]) -> tuple[bool, str] | None:
                 + " > ".join(" = ".join(f"{p} {_fmt(metric, mean[p])}" for p in rank) for rank in ranks))
 
 
-def _term(rows: list[dict], scenario: str, a: str, metric: str, term: str | float) -> float | None:
-    """One yardstick of a cell: a number, a method pattern's best median of `metric` there, or the
-    median of a column of `a`'s own rows there."""
+def _term(rows: list[dict], scenario: str, a: str, metric: str, term: str | float | dict) -> float | None:
+    """One yardstick of a cell: a number, a method pattern's best median of `metric` there, the
+    median of a column of `a`'s own rows there, or `{times, of}`: one of those scaled."""
+    if isinstance(term, dict):
+        inner = _term(rows, scenario, a, metric, term["of"])
+        return None if inner is None else term.get("times", 1.0) * inner
     if isinstance(term, (int, float)):
         return float(term)
     mine = [r[term] for r in rows if r["scenario"] == scenario and fnmatch.fnmatchcase(r["method"], a)

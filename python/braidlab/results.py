@@ -131,7 +131,9 @@ def cell_metrics(cell: MeasuredCell) -> dict:
 def _shares(cell: MeasuredCell, mss: int, mbps: float) -> dict:
     """What the generality experiment judges a cell against: the path, the equal share (the
     bottleneck's payload rate over the long flows on it, the method counting as one), how long a
-    change may take to settle (the longer of 10 s and 20 round trips), and a second braid
+    change may take to settle (the longer of 10 s and 20 round trips), the least a window-based
+    flow moves there (two segments a round trip, a scavenger's least window: RFC 6817's
+    MIN_CWND), and a second braid
     beside it (its rate, and Jain's index of the two)."""
     cb = cell.cross_braid
     return {
@@ -139,6 +141,7 @@ def _shares(cell: MeasuredCell, mss: int, mbps: float) -> dict:
         "equal_share_mbps": (cell.rate_bps * mss / cell.mtu / 1e6 / (cell.long_flows + 1)
                              if cell.long_flows is not None else None),
         "settle_bound_s": max(10.0, 20 * cell.rtt_s),
+        "least_window_mbps": 2 * mss * 8 / cell.rtt_s / 1e6 if cell.rtt_s else None,
         "cross_braid_mbps": cb["mbps"] if cb else None,
         "pair_jain": metrics.jain([mbps, cb["mbps"]]) if cb else None,
     }

@@ -274,7 +274,7 @@ def test_lfn_quick_hosts_take_the_path_s_tcp_buffer(controls, record, tmp_path):
 
 
 @pytest.mark.parametrize("experiment", ["hacker2004", "cho-bettati", "hacker2002", "variants", "adaptive",
-                                        "generality", "lfn"])
+                                        "generality", "lfn", "scavenger"])
 def test_every_experiment_passes_preflight(experiment, controls):
     from braidlab import runner
     from braidlab.experiment import load

@@ -235,6 +235,16 @@ def test_generality_is_a_matrix_of_at_least_60_cells_with_its_claims():
     assert all(c["check"] == "share_of_cells" for c in e.claims)
 
 
+def test_the_scavenger_is_judged_on_a_matrix_of_its_own_beside_the_default_and_one_cubic_stream():
+    e = experiment.load("scavenger", root=ROOT / "experiments")
+    full = e.variant("full")
+    assert len(full.scenarios) >= 20 and e.matrix["seed"] != experiment.load("generality").matrix["seed"]
+    assert {"single", "auto", "auto-yield"} <= set(full.methods)
+    assert e.methods["auto-yield"].method.strength == 0 and e.methods["auto"].method.default
+    ids = {c["id"] for c in e.claims}
+    assert {"yield-idle", "yields-to-long-flows", "yields-to-arrivals", "others-keep"} <= ids
+
+
 def test_a_matrix_lists_its_cells_for_braid_sim_and_a_plain_experiment_is_refused():
     e = experiment.parse(tomllib.loads(MATRIX + '[[scenario]]\nname = "by-hand"\n'))
     lines = experiment.sim_cells(e)

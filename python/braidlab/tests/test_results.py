@@ -75,6 +75,8 @@ def test_cell_metrics_by_hand():
     # Eq. 5: each stream's MSS C / (RTT sqrt(p)), MSS 1448 at MTU 1500 with timestamps.
     want = sum(1448 * 8 * math.sqrt(1.5) / (0.080 * math.sqrt(p)) for p in (30 / 20_000, 10 / 10_000)) / 1e6
     assert m["mathis_mbps"] == pytest.approx(want)
+    # Two such segments a round trip of the path (68 ms): the least a window-based flow moves.
+    assert m["least_window_mbps"] == pytest.approx(2 * 1448 * 8 / 0.068 / 1e6)
 
 
 def test_appropriation_against_the_baseline_median():
@@ -244,6 +246,13 @@ def test_a_share_of_cells_claim_is_judged_cell_by_cell_with_its_interval():
     # The best of a pattern's methods, and a number.
     fast = {**claim, "low": {"times": 0.3, "of": ["par-*"]}, "high": {"of": [100]}}
     assert claims.cell_results(fast, rows)["c-00"] is True
+    # A term scaled on its own: the larger of a quarter of the equal share and a floor of 3.
+    yielding = {k: v for k, v in claim.items() if k != "low"}
+    yielding["high"] = {"of": [{"times": 0.25, "of": "equal_share_mbps"}, 3.0], "combine": "max"}
+    rows += [row("c-04", "auto", 2.6), row("c-05", "auto", 3.2), row("c-06", "auto", 2.0, e=4.0)]
+    got = claims.cell_results(yielding, rows)
+    assert got["c-04"] is True and got["c-05"] is False and got["c-06"] is True
+    assert got["c-00"] is False  # 9 over the bound of 3
     lo, hi = metrics.wilson(2, 3)
     assert 0.2 < lo < 0.667 < hi < 0.95
     assert metrics.wilson(0, 0) == (0.0, 1.0) and metrics.wilson(10, 10)[1] == 1.0
