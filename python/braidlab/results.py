@@ -133,8 +133,7 @@ def _shares(cell: MeasuredCell, mss: int, mbps: float) -> dict:
     bottleneck's payload rate over the long flows on it, the method counting as one), how long a
     change may take to settle (the longer of 10 s and 20 round trips), the least a window-based
     flow moves there (two segments a round trip, a scavenger's least window: RFC 6817's
-    MIN_CWND), and a second braid
-    beside it (its rate, and Jain's index of the two)."""
+    MIN_CWND), and a second braid beside it (its rate, and Jain's index of the two)."""
     cb = cell.cross_braid
     return {
         "rate_mbps": cell.rate_bps / 1e6, "rtt_ms": cell.rtt_s * 1e3, "long_flows": cell.long_flows,
