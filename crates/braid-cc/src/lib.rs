@@ -23,8 +23,8 @@ pub use controls::Control;
 pub use error::{Error, Result};
 pub use install::{install, installed_controls, uninstall, InstallReport, UninstallReport};
 pub use settings::{
-    check_frac_cwnd, congestion_control, set_congestion_control, set_max_pacing_rate, Controls,
-    Defaults, GroupInfo, GroupKey, SocketSettings, Strength,
+    check_frac_cwnd, congestion_control, max_pacing_rate, set_congestion_control,
+    set_max_pacing_rate, Controls, Defaults, GroupInfo, GroupKey, SocketSettings, Strength,
 };
 pub use sysctl::{allowed_controls, available_controls};
 pub use tcpinfo::{tcp_info, TcpInfo};

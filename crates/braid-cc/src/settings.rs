@@ -410,10 +410,14 @@ pub fn set_congestion_control(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> 
 }
 
 /// Caps the socket's sending rate at `rate` bytes per second
-/// (SO_MAX_PACING_RATE); `None` lifts the cap. Once a cap was set, the
-/// kernel paces the connection itself (at TCP's own rate when uncapped).
+/// (SO_MAX_PACING_RATE); `None` lifts the cap. Either way the kernel paces
+/// the connection from then on, at TCP's own rate where that is lower than
+/// the cap (twice the window a round trip in slow start, 1.2 times after):
+/// the kernel starts pacing a socket the first time it is given any value
+/// but the all-ones one, which means "no cap" and leaves an unpaced socket
+/// unpaced, so "no cap" is told as the largest rate short of it.
 pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, rate: Option<u64>) -> io::Result<()> {
-    let value: u64 = rate.unwrap_or(u64::MAX);
+    let value: u64 = rate.unwrap_or(u64::MAX - 1);
     // SAFETY: the pointer and length describe `value`; the kernel reads an
     // unsigned long when given 8 bytes.
     let rc = unsafe {
@@ -433,6 +437,28 @@ pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, rate: Option<u64>) -> io::Result<
         ));
     }
     Ok(())
+}
+
+/// The socket's cap on its sending rate, bytes per second
+/// (SO_MAX_PACING_RATE; `u64::MAX`: none was ever set, and the kernel does
+/// not pace it).
+pub fn max_pacing_rate(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut value: u64 = 0;
+    let mut len = size_of::<u64>() as libc::socklen_t;
+    // SAFETY: the pointer and length describe `value`, which the kernel fills.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&mut value as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value)
 }
 
 /// The socket's congestion control.
@@ -461,6 +487,22 @@ pub fn congestion_control(fd: BorrowedFd<'_>) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_cap_is_told_as_a_rate_that_keeps_the_socket_paced() {
+        use std::os::fd::AsFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        assert_eq!(
+            max_pacing_rate(s.as_fd()).unwrap(),
+            u64::MAX,
+            "a new socket"
+        );
+        set_max_pacing_rate(s.as_fd(), Some(1_250_000)).unwrap();
+        assert_eq!(max_pacing_rate(s.as_fd()).unwrap(), 1_250_000);
+        set_max_pacing_rate(s.as_fd(), None).unwrap();
+        assert_eq!(max_pacing_rate(s.as_fd()).unwrap(), u64::MAX - 1);
+    }
 
     #[test]
     fn strength_parses_integers_and_fractions() {

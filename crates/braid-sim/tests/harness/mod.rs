@@ -136,6 +136,7 @@ fn stream_views(views: &[FlowView]) -> Vec<StreamView> {
                 ca_state: if v.recovering { 3 } else { 0 },
                 mss: MSS as u32,
                 bytes_acked: v.delivered * MSS as u64,
+                delivered: v.delivered as u32,
                 data_segs_out: v.sent as u32,
                 total_retrans: v.lost as u32,
                 ..Default::default()

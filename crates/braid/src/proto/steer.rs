@@ -54,8 +54,9 @@ pub enum Steering {
     /// connection it makes later (also one that has not joined yet).
     Control(usize, StreamControl),
     /// Cap stream `i`'s live socket's sending rate, in bytes per second
-    /// (SO_MAX_PACING_RATE); `None` lifts the cap. Only the connection it
-    /// has now: a cap is a moment's measure, not the stream's setting.
+    /// (SO_MAX_PACING_RATE); `None` lifts the cap (the kernel still paces
+    /// it, at TCP's own rate). Only the connection it has now: a cap is a
+    /// moment's measure, not the stream's setting.
     Pace(usize, Option<u64>),
 }
 
@@ -76,6 +77,13 @@ pub trait Steer: Send {
     /// never), asked after each tick (and once before the first).
     fn looks(&self) -> Option<Looks> {
         None
+    }
+    /// Whether the streams' connections are paced by the kernel (SO_MAX_PACING_RATE
+    /// with no cap: TCP's own pacing rate) from the first tick at which the
+    /// receiving end's word on the bottleneck is known, and every connection
+    /// from its start after that, not only once the steer caps them.
+    fn paces(&self) -> bool {
+        false
     }
     /// A look at the streams between ticks, for what changes faster than a
     /// tick: a queue that fills and drains within one shows in no single

@@ -777,6 +777,13 @@ fn steer_tick(
     let wanted = on.wanted();
     let wanted = |i: usize| wanted.get(i).copied().unwrap_or(false);
     tell_looks(steer, on.tel(), start, now, wanted);
+    // Once the receiving end has told µ: it reads µ from trains of packets
+    // that left the sender back to back (`path::dispersion`), which a paced
+    // stream sends only while its rate is high. Unpaced until then, the first
+    // streams' slow start sends them, as an ordinary transfer's does.
+    if steer.paces() && on.tel().bottleneck().is_some() {
+        on.tel().pace_connections();
+    }
     let views = views(on.tel(), wanted);
     if let Some(b) = on.tel().bottleneck() {
         steer.bottleneck(b as f64);

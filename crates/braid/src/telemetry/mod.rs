@@ -53,6 +53,8 @@ struct Slot {
     /// last one's (its counts already in `retired_*`), or nothing.
     last: TcpInfo,
     connections: u32,
+    /// The current connection was asked to pace itself (`pace_connections`).
+    paced: bool,
 }
 
 impl Slot {
@@ -206,6 +208,21 @@ impl Telemetry {
         s.socket = socket.try_clone().ok();
         s.last = TcpInfo::default();
         s.connections += 1;
+        s.paced = false;
+    }
+
+    /// Asks every stream's connection that was not asked yet to be paced
+    /// by the kernel at TCP's own rate, with no cap (SO_MAX_PACING_RATE):
+    /// a steer that paces its streams (`Steer::paces`). A socket that
+    /// refuses is left as it is and not asked again.
+    pub fn pace_connections(&self) {
+        let mut slots = self.slots.lock().unwrap();
+        for s in slots.iter_mut().filter(|s| !s.paced) {
+            if let Some(k) = &s.socket {
+                let _ = braid_cc::set_max_pacing_rate(k.as_fd(), None);
+                s.paced = true;
+            }
+        }
     }
 
     /// Lets go of stream `stream`'s connection when the stream is done with
@@ -674,6 +691,30 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&crate::records::line(&s)).unwrap();
         assert_eq!(v["type"], "summary");
         assert_eq!(v["version"], crate::records::VERSION);
+    }
+
+    #[test]
+    fn every_connection_of_a_stream_is_paced_once_asked_and_a_new_one_again() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let first = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let t = Telemetry::new(2, Output::Quiet);
+        t.set_socket(0, &first);
+        let cap = |s: &TcpStream| braid_cc::max_pacing_rate(s.as_fd()).unwrap();
+        assert_eq!(cap(&first), u64::MAX, "not paced before it is asked");
+        t.pace_connections();
+        assert_eq!(cap(&first), u64::MAX - 1, "paced with no cap");
+        // A cap the steer sets later is not undone by the next ask.
+        t.with_socket(0, |s| braid_cc::set_max_pacing_rate(s.as_fd(), Some(1000)));
+        t.pace_connections();
+        assert_eq!(cap(&first), 1000);
+        // The stream's new connection, and a second stream's, are paced at the next ask.
+        let again = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let other = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        t.set_socket(0, &again);
+        t.set_socket(1, &other);
+        assert_eq!(cap(&again), u64::MAX);
+        t.pace_connections();
+        assert_eq!((cap(&again), cap(&other)), (u64::MAX - 1, u64::MAX - 1));
     }
 
     #[test]

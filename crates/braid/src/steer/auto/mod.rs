@@ -14,7 +14,9 @@
 //! there, beside flows of any kind. Nothing here needs braid's eBPF
 //! controls: the steer changes how many streams carry and caps their rate
 //! (SO_MAX_PACING_RATE), which any user may do, so auto runs the same with
-//! and without root.
+//! and without root. The kernel paces the streams once the receiving end
+//! has told µ, each later one from its first tick (`Steer::paces`), so that what
+//! the RTTs read is the path's queue, not the bursts of unpaced windows.
 //!
 //! The path's state comes from the streams' TCP_INFO (`path`): the base RTT
 //! and the queue above it (the lowest RTT of the streams acknowledged at a
@@ -29,7 +31,8 @@
 //! half that (1 ms at least) over the floor the path showed while an ask left
 //! room untaken (the least queue of the ask's second half, no more than half
 //! the threshold: short flows' bursts into a shallow buffer, an AQM's few
-//! packets, none of them a full path); the group's delivered rate; how much
+//! packets, none of them a full path); the group's delivered rate (what the
+//! receiver has, selectively acknowledged packets too: `path::Delivered`); how much
 //! that rate varies from one sample to the next; how much of what the
 //! streams move the hosts' buffers hold (the sending socket's, or the
 //! receiver's window; Linux caps both at a few MiB by default, a few hundred
@@ -83,8 +86,8 @@
 //! or after a FREE without a queue: a doubling more finds only the queue, and
 //! its streams' slow start overshoots it); a cap never climbs above µ (within
 //! its error), where it would only let the streams fill the queue; and a rate
-//! the sender counts above µ (a retransmission that fills a hole acks a
-//! window at once) is read as µ. A doubling pays by half of the room µ leaves
+//! the sender counts above µ (acknowledgements that arrive bunched) is read
+//! as µ. A doubling pays by half of the room µ leaves
 //! above the rate before it, if that is less than the rate before
 //! (`Auto::paid`). And the cap climbs in fractions of µ, the same for every
 //! group on the path, rather than of itself: two autos that step down
@@ -782,9 +785,8 @@ impl Auto {
 
     /// What of a rate `r`, measured from the sender's acknowledgements,
     /// crossed the bottleneck: no more than it sends (µ, where the receiving
-    /// end told it). A sender's count runs ahead of µ for a tick or three when
-    /// a retransmission fills a hole and a window of selectively acknowledged
-    /// data is acknowledged at once, or acknowledgements arrive bunched.
+    /// end told it). A sender's count runs ahead of µ for a tick when
+    /// acknowledgements arrive bunched (a host's stall on the way back).
     fn through(&self, r: f64) -> f64 {
         self.bottleneck.map_or(r, |mu| r.min(mu))
     }
@@ -983,7 +985,7 @@ impl Auto {
             self.told.resize(total, None);
         }
         // What each stream moved over the last tick, by the kernel's count of
-        // bytes acknowledged (it goes on within a block, where the engine
+        // packets delivered (it goes on within a block, where the engine
         // counts whole blocks), is how the group's cap is shared among them.
         let moved = self.delivered.last_tick(self.n);
         let noise = self.margin();
@@ -1093,6 +1095,23 @@ impl Steer for Auto {
 
     fn bottleneck(&mut self, bytes_per_sec: f64) {
         self.bottleneck = Some(bytes_per_sec);
+    }
+
+    /// Paced from the first tick µ is known (the first streams' unpaced
+    /// slow start is what the receiving end reads µ from), each later
+    /// connection from the first tick it is seen at, as they are once
+    /// capped: unpaced, a stream
+    /// sends each window the acknowledgements free at once, at the hosts'
+    /// rate, and on a long path a window is many milliseconds of the
+    /// bottleneck's. Its queue fills for part of each round trip and the
+    /// bottleneck idles for the rest: the RTTs read a standing queue while
+    /// the group moves less than µ, which is how a path shared with someone
+    /// else reads, and an ask (whose cap paces the streams) finds the room
+    /// untaken. Paced at TCP's own rate (twice the window a round trip in
+    /// slow start, 1.2 times after) the streams move the same windows, and
+    /// the queue the RTTs read is the path's.
+    fn paces(&self) -> bool {
+        true
     }
 
     /// `LOOKS_PER_TICK` a tick, on a grid from the tick; but a tick reads

@@ -217,11 +217,22 @@ impl Delay {
     }
 }
 
-/// The group's payload acknowledged, through replaced connections.
+/// The group's payload delivered, through replaced connections: the
+/// packets the receiver has, by the kernel's count (`tcpi_delivered`: those
+/// selectively acknowledged as they are, those acknowledged cumulatively
+/// that were not), at the stream's MSS.
+///
+/// Not the bytes acknowledged cumulatively: after a loss those stop at the
+/// hole until its retransmission is answered, a round trip or more, while
+/// the bottleneck goes on sending the packets behind it. On a long path with
+/// many streams in recovery (the drops new streams' slow start brings) the
+/// acknowledged bytes fall short of the bottleneck's rate (µ) for round
+/// trips on end, a queue standing all the while, then run ahead of it when
+/// the holes fill; what the receiver has is what µ measures.
 #[derive(Clone, Debug, Default)]
 pub struct Delivered {
-    /// Per stream: what its current connection had acknowledged last tick.
-    last: Vec<u64>,
+    /// Per stream: its current connection's count of packets delivered at the last tick.
+    last: Vec<u32>,
     /// Per stream: what it acknowledged over the last tick (None: it said
     /// nothing, or acknowledged nothing: no data of it is in flight).
     moved: Vec<Option<u64>>,
@@ -248,17 +259,20 @@ impl Delivered {
                 self.moved.resize(s.stream + 1, None);
             }
             let Some(info) = &s.info else { continue };
-            let acked = info.bytes_acked;
+            let delivered = info.delivered;
             let before = self.last[s.stream];
-            // A counter that went down is a new connection's: all it says is new.
-            let new = if acked >= before {
-                acked - before
+            // A counter that went down is a new connection's: all it says is
+            // new. (A 32-bit count of one connection's packets wraps after
+            // some 6 TB: that tick's count is short, once.)
+            let packets = if delivered >= before {
+                delivered - before
             } else {
-                acked
+                delivered
             };
+            let new = packets as u64 * info.mss as u64;
             self.total += new;
             self.moved[s.stream] = (new > 0).then_some(new);
-            self.last[s.stream] = acked;
+            self.last[s.stream] = delivered;
         }
         self.history.push_back((now, self.total));
         while self
@@ -482,6 +496,8 @@ mod tests {
     use super::*;
     use braid_cc::TcpInfo;
 
+    /// A stream of packets of one byte each, so that what it delivered
+    /// (`acked`) reads in bytes as in packets.
     pub(crate) fn view(stream: usize, srtt_ms: f64, min_ms: f64, acked: u64) -> StreamView {
         StreamView {
             stream,
@@ -491,7 +507,8 @@ mod tests {
                 srtt_us: (srtt_ms * 1000.0) as u32,
                 min_rtt_us: (min_ms * 1000.0) as u32,
                 bytes_acked: acked,
-                mss: 1448,
+                delivered: acked as u32,
+                mss: 1,
                 ..Default::default()
             }),
         }
@@ -725,6 +742,30 @@ mod tests {
     }
 
     #[test]
+    fn what_the_receiver_has_counts_while_the_cumulative_acknowledgement_waits_on_a_hole() {
+        // A 1448-byte MSS; a loss at 1000 packets: the cumulative count stops
+        // there for the round trip its retransmission takes, and the packets
+        // behind the hole, selectively acknowledged, are delivered all the same.
+        let at = |packets: u32, acked_packets: u64| {
+            let mut v = view(0, 200.0, 200.0, 0);
+            let i = v.info.as_mut().unwrap();
+            i.mss = 1448;
+            i.delivered = packets;
+            i.bytes_acked = acked_packets * 1448;
+            vec![v]
+        };
+        let mut d = Delivered::new(Duration::from_secs(10));
+        d.note(Duration::ZERO, &at(0, 0));
+        d.note(Duration::from_millis(500), &at(1000, 1000));
+        d.note(Duration::from_millis(1000), &at(2000, 1000));
+        assert_eq!(
+            d.rate(Duration::from_millis(500)),
+            Some(1000.0 * 1448.0 / 0.5)
+        );
+        assert_eq!(d.moved(0), Some(1000 * 1448));
+    }
+
+    #[test]
     fn delivered_bytes_go_on_through_a_new_connection() {
         let mut d = Delivered::new(Duration::from_secs(10));
         acked(&mut d, 0, &[(0, 1000), (1, 500)]);
@@ -928,16 +969,16 @@ mod tests {
         // One stream held by its buffer all the tick moves 900 kB; one that
         // crawls back from a timeout, its small window full, moves 100.
         let mut carrier = chrono(0, 1000, 1000);
-        carrier.info.as_mut().unwrap().bytes_acked = 900_000;
+        carrier.info.as_mut().unwrap().delivered = 900_000;
         let mut crawler = windowed(1, 0, 51, 51);
         let c = crawler.info.as_mut().unwrap();
         c.busy_us = 1_000_000;
-        c.bytes_acked = 100_000;
+        c.delivered = 100_000;
         tick(&mut h, &mut d, &[carrier, crawler], unpaced);
         assert!((h.share().unwrap() - 0.9).abs() < 1e-9);
         // A stream that moved nothing at the tick says nothing of it.
         let mut still = chrono(0, 2000, 2000);
-        still.info.as_mut().unwrap().bytes_acked = 900_000;
+        still.info.as_mut().unwrap().delivered = 900_000;
         tick(&mut h, &mut d, &[still, windowed(1, 200, 51, 51)], unpaced);
         assert_eq!(h.share(), Some(0.0));
     }

@@ -130,6 +130,7 @@ impl Path {
                         min_rtt_us: (self.base_ms * 1e3) as u32,
                         ssthresh: 100,
                         bytes_acked: self.acked[i],
+                        delivered: (self.acked[i] / 1448) as u32,
                         mss: 1448,
                         busy_us: self.chrono[i].0,
                         sndbuf_limited_us: self.chrono[i].1,
