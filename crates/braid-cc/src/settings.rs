@@ -443,15 +443,32 @@ pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, rate: Option<u64>) -> io::Result<
 /// (SO_MAX_PACING_RATE; `u64::MAX`: none was ever set, and the kernel does
 /// not pace it).
 pub fn max_pacing_rate(fd: BorrowedFd<'_>) -> io::Result<u64> {
-    let mut value: u64 = 0;
-    let mut len = size_of::<u64>() as libc::socklen_t;
-    // SAFETY: the pointer and length describe `value`, which the kernel fills.
+    // SAFETY: any 8 bytes are a u64.
+    unsafe { socket_option(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE) }
+}
+
+/// A socket option the kernel writes as a plain value of type `T`, which
+/// starts as `T::default()` (a kernel that writes fewer bytes, an older
+/// struct, leaves the rest as they were).
+///
+/// # Safety
+/// Every byte pattern the kernel may write must be a valid `T` (integers,
+/// and `repr(C)` structs of them).
+pub(crate) unsafe fn socket_option<T: Default>(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> io::Result<T> {
+    let mut value = T::default();
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: the pointer and length describe `value`; the kernel writes at
+    // most `len` bytes, and the caller vouches for what they may be.
     let rc = unsafe {
         libc::getsockopt(
             fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            (&mut value as *mut u64).cast(),
+            level,
+            name,
+            (&mut value as *mut T).cast(),
             &mut len,
         )
     };

@@ -1,8 +1,7 @@
 //! A socket's TCP_INFO: what the congestion control is doing to it.
 
 use std::io;
-use std::mem::size_of;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 
 use serde::Serialize;
 
@@ -117,22 +116,9 @@ pub struct TcpInfo {
 
 /// Reads TCP_INFO of a connected TCP socket.
 pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
-    let mut raw = RawTcpInfo::default();
-    let mut len = size_of::<RawTcpInfo>() as libc::socklen_t;
-    // SAFETY: raw and len describe a writable buffer of the right size; the
-    // kernel writes at most len bytes and reports how many.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut raw as *mut RawTcpInfo).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: RawTcpInfo is repr(C) integers only: any bytes are one.
+    let raw: RawTcpInfo =
+        unsafe { crate::settings::socket_option(fd, libc::IPPROTO_TCP, libc::TCP_INFO)? };
     Ok(TcpInfo {
         ca_state: raw.ca_state,
         cwnd: raw.snd_cwnd,
@@ -161,6 +147,7 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::mem::size_of;
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsFd;
 

@@ -781,11 +781,12 @@ fn steer_tick(
     // that left the sender back to back (`path::dispersion`), which a paced
     // stream sends only while its rate is high. Unpaced until then, the first
     // streams' slow start sends them, as an ordinary transfer's does.
-    if steer.paces() && on.tel().bottleneck().is_some() {
+    let mu = on.tel().bottleneck();
+    if steer.paces() && mu.is_some() {
         on.tel().pace_connections();
     }
     let views = views(on.tel(), wanted);
-    if let Some(b) = on.tel().bottleneck() {
+    if let Some(b) = mu {
         steer.bottleneck(b as f64);
     }
     let before = phase_of(steer);

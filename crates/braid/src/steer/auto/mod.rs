@@ -15,8 +15,9 @@
 //! controls: the steer changes how many streams carry and caps their rate
 //! (SO_MAX_PACING_RATE), which any user may do, so auto runs the same with
 //! and without root. The kernel paces the streams once the receiving end
-//! has told µ, each later one from its first tick (`Steer::paces`), so that what
-//! the RTTs read is the path's queue, not the bursts of unpaced windows.
+//! has told µ, each later one from its first tick (`Steer::paces`), so
+//! that what the RTTs read is the path's queue, not the bursts of unpaced
+//! windows.
 //!
 //! The path's state comes from the streams' TCP_INFO (`path`): the base RTT
 //! and the queue above it (the lowest RTT of the streams acknowledged at a
@@ -32,8 +33,8 @@
 //! room untaken (the least queue of the ask's second half, no more than half
 //! the threshold: short flows' bursts into a shallow buffer, an AQM's few
 //! packets, none of them a full path); the group's delivered rate (what the
-//! receiver has, selectively acknowledged packets too: `path::Delivered`); how much
-//! that rate varies from one sample to the next; how much of what the
+//! receiver has, selectively acknowledged packets too: `path::Delivered`);
+//! how much that rate varies from one sample to the next; how much of what the
 //! streams move the hosts' buffers hold (the sending socket's, or the
 //! receiver's window; Linux caps both at a few MiB by default, a few hundred
 //! Mb/s a stream at 100 ms), by the kernel's chronographs or a window the
@@ -1100,10 +1101,9 @@ impl Steer for Auto {
     /// Paced from the first tick µ is known (the first streams' unpaced
     /// slow start is what the receiving end reads µ from), each later
     /// connection from the first tick it is seen at, as they are once
-    /// capped: unpaced, a stream
-    /// sends each window the acknowledgements free at once, at the hosts'
-    /// rate, and on a long path a window is many milliseconds of the
-    /// bottleneck's. Its queue fills for part of each round trip and the
+    /// capped: unpaced, a stream sends each window the acknowledgements free
+    /// at once, at the hosts' rate, and on a long path a window is many
+    /// milliseconds of the bottleneck's. Its queue fills for part of each round trip and the
     /// bottleneck idles for the rest: the RTTs read a standing queue while
     /// the group moves less than µ, which is how a path shared with someone
     /// else reads, and an ask (whose cap paces the streams) finds the room

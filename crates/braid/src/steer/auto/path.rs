@@ -233,8 +233,8 @@ impl Delay {
 pub struct Delivered {
     /// Per stream: its current connection's count of packets delivered at the last tick.
     last: Vec<u32>,
-    /// Per stream: what it acknowledged over the last tick (None: it said
-    /// nothing, or acknowledged nothing: no data of it is in flight).
+    /// Per stream: what it delivered over the last tick, bytes (None: it
+    /// said nothing, or delivered nothing: no data of it is in flight).
     moved: Vec<Option<u64>>,
     total: u64,
     /// (elapsed, total) at each tick of the last spans asked for.
@@ -288,12 +288,12 @@ impl Delivered {
         self.total
     }
 
-    /// Whether stream `i` had anything acknowledged over the last tick.
+    /// Whether stream `i` had anything delivered over the last tick.
     pub fn acked(&self, i: usize) -> bool {
         self.moved(i).is_some()
     }
 
-    /// What stream `i` had acknowledged over the last tick, bytes (None:
+    /// What stream `i` had delivered over the last tick, bytes (None:
     /// nothing).
     pub fn moved(&self, i: usize) -> Option<u64> {
         self.moved.get(i).copied().flatten()
