@@ -145,6 +145,23 @@ def _counters(stats: dict) -> dict:
     return d
 
 
+def window_counters(before: dict, after: dict) -> dict:
+    """The link's counters over the measured window: each running total's increase, and each
+    running maximum (`max_...`) where the window raised it, its new value; None where it did not
+    (the deepest of the window was no deeper than one before it, by how much the counter cannot
+    say). A maximum's increase is no figure of the window."""
+    out = {}
+    for k, v in after.items():
+        if not isinstance(v, int):
+            continue
+        was = before.get(k, 0)
+        if k.startswith("max_"):
+            out[k] = v if v > was else None
+        else:
+            out[k] = v - was
+    return out
+
+
 def series_rows(intervals: list[records.Interval]) -> list[list[float]]:
     """[t, stream, Mb/s, cwnd, sRTT ms] for each stream of each interval record. The rate is
     the bytes its TCP saw acknowledged in the interval, when the sender reports them: the
@@ -315,7 +332,7 @@ def run_cell(exp: Experiment, variant: Variant, cell: Cell, raw: Path, token: Pa
         raise RunError(f"{cell.id}: braid bench printed no summary")
     s = report.summary
     window = (offset, offset + seconds)
-    link = {k: after.get(k, 0) - before.get(k, 0) for k in after if isinstance(after.get(k), int)}
+    link = window_counters(before, after)
     out = {
         "version": RUN_VERSION, "id": cell.id, "scenario": cell.scenario, "method": cell.method, "rep": cell.rep,
         "started": started, "seconds": seconds, "offset": round(offset, 3),

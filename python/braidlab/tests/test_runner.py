@@ -199,3 +199,17 @@ def test_every_field_a_cell_is_written_with_is_one_the_cell_reads():
     assert {"id", "bench", "steer_cpu_seconds", "long_flows"} <= written, written
     fields = {f.name for f in dataclasses.fields(MeasuredCell)}
     assert written <= fields, f"run_cell writes {sorted(written - fields)}, which MeasuredCell does not read"
+
+
+def test_the_links_counters_over_the_window_are_increases_and_maxima_only_where_it_raised_them():
+    before = {"arrived": 100, "dropped_queue": 2, "max_backlog_packets": 40, "max_backlog_bytes": 60000,
+              "name": "ab"}
+    after = {"arrived": 350, "dropped_queue": 2, "max_backlog_packets": 40, "max_backlog_bytes": 90000,
+             "name": "ab"}
+    assert runner.window_counters(before, after) == {
+        "arrived": 250, "dropped_queue": 0,
+        # Not raised in the window: how deep it got there, the counter cannot say.
+        "max_backlog_packets": None,
+        # Raised: the window's deepest is the new maximum, not its increase.
+        "max_backlog_bytes": 90000,
+    }
