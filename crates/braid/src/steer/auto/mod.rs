@@ -56,7 +56,7 @@
 //! | | | one leaves slow start, a queue stands two ticks, or SETTLE passes | `Grow` |
 //! | `Grow` | uncapped, doubled at each step | held by their buffers as in `Start`, after SETTLE if the last step paid | `Grow`, as from `Start` |
 //! | | | after SETTLE + MEASURE: a queue rose for half of MEASURE and the group moves the bottleneck's rate (µ, the receiving end's word) within µ's error, over the MEASURE or a few ticks of it: the queue is its own | `Full`, capped below what it moved as far as drains the queue in a DRAIN (a margin at most); back to the streams before the doubling if they carried µ too and it bought no more than the rate's noise |
-//! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` |
+//! | | | a queue rose for half of MEASURE, and µ is not known or the group moves less (the path is full, of the group or of others) | `Ask` (`--fair-share 0`, told µ: `Fair` at once, where its ask would end) |
 //! | | | the rate rose less than half of what a doubling of loss-limited streams gives, within the room µ leaves (the knee), the group moves µ within its error (the path holds it), or `-n` is reached | `Full`, uncapped; back to the streams before the doubling if it bought no more than the rate's noise (a margin) and they carried µ, where it is known |
 //! | | | else | `Grow`, doubled |
 //! | `Ask` | as they were, capped a margin below what they moved | after ASK, the queue rose for half of its second half, the first time: once more, a margin below what the group moves now | `Ask` |
@@ -64,12 +64,12 @@
 //! | | | else (the room untaken: the least queue of its second half is the path's floor from now), from `Grow` after a doubling that paid, µ not told: the new streams' slow start | `Grow`, doubled |
 //! | | | else, told µ, the group moved less than µ and yields entirely (`--fair-share 0`): someone else is there, and it yields to a stiff source too | `Fair` |
 //! | | | else: the group's queue, or a stiff source's (told µ, a group in `Grow` asks only while it moves less: someone else is there, a stiff source or a group that asks too, and more streams would find only the queue; one more stiff finding, k, where the group moved less than µ) | `Full`, capped a margin below what the path gave |
-//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moved less than µ over it or µ is not known (someone came, or the path gives less) | `Ask`; but after asks that found a stiff source (k running, µ told), only one such rise in 2^k (at most 8): the others are the source's rise, and the cap follows it down as far below what the group moves as drains the queue in a DRAIN | `Ask`, or `Full` capped below |
+//! | `Full` | as found; the cap (if any) follows the path: down to half a margin below the most the group moved while a queue rises at two ticks running (one tick's is a host's stall; at one the cap stops climbing) (moving µ: as far below as drains the queue in a DRAIN), up in doubling steps (an eighth of a margin to a margin of µ a tick, or of the cap where µ is not known) while none does, to a margin (of µ, or of what the group moves) above what the group moves at most, never above µ within its error, and never down | a queue rose at every tick of a DRAIN and did not fall, and the group moved less than µ over it or µ is not known (someone came, or the path gives less) | `Ask` (`--fair-share 0`, told µ: `Fair` at once); but after asks that found a stiff source (k running, µ told), only one such rise in 2^k (at most 8): the others are the source's rise, and the cap follows it down as far below what the group moves as drains the queue in a DRAIN | `Ask`, or `Full` capped below |
 //! | | | ... and the group moved µ over it: the queue is its own | `Full`, capped a margin below what it moves |
 //! | | | held by their buffers as in `Start` (the cap holds nothing: they have nothing unsent) | `Grow`, uncapped, as from `Start` |
 //! | | | the cap a margin above what the group moves, less than µ, and no queue for MEASURE: the streams, not the path, hold the rate | `Grow`, doubled; at `-n`, `Full` uncapped |
 //! | | | uncapped (a knee) and no queue at two ticks running for FREE (twice as long for each time running the same knee was measured, to 8 FREEs), the group short of µ: the path is not full, whatever one doubling measured | `Grow`, doubled |
-//! | `Fair` | `--fair-share`, uncapped: ordinary flows (`--fair-share 0`: one, paced to two packets a base RTT) | after FREE, no queue stood for FREE (the others left, or are held elsewhere; a group that yields entirely: for 2^(j-1) FREEs, j the times running it stepped aside, to 8), or the group moves what it moved alone | `Grow`, from the streams the path needed |
+//! | `Fair` | `--fair-share`, uncapped: ordinary flows (`--fair-share 0`: one, paced to two packets a base RTT) | after FREE, no queue stood for FREE (the others left, or are held elsewhere; a group that yields entirely: for 2^(j-1) FREEs, j the times running it stepped aside, to 8), or the group moves what it moved alone | `Grow`, from the streams the path needed (`--fair-share 0`: from one stream, and until it moves µ alone more only by doubling, none for the hosts' buffers at once) |
 //!
 //! The margin is twice the rate's Allan deviation over its mean (a cap that
 //! far below what the path gives is clear of its own noise 95 % of the
@@ -922,7 +922,10 @@ impl Auto {
     /// them off their buffers' limit soon after are not in r). Within `-n`;
     /// the rate before is `r`, to see what they buy.
     fn grown(&mut self, r: f64) -> Phase {
-        let need = self.bottleneck.map_or(0.0, |mu| {
+        // A group that yields entirely, trying the path after it stepped
+        // aside (`regrow`), doubles at the most: what µ leaves may be the others'.
+        let trying = self.fair == 0 && self.yields > 0;
+        let need = self.bottleneck.filter(|_| !trying).map_or(0.0, |mu| {
             (self.n as f64 * mu * (1.0 + MU_WITHIN) / r).ceil()
         });
         self.from_n = self.n;
@@ -944,8 +947,21 @@ impl Auto {
     }
 
     /// Back from `Fair` to the streams the path needed alone, to grow from there.
+    ///
+    /// A group that yields entirely tries the path with one stream, and
+    /// grows from it only as `Grow` does, a doubling at a time while no queue
+    /// rises: the others may still be there (beside flows that random loss or
+    /// an AQM's early drops hold below their share, no queue stands whether
+    /// or not they are), and all the streams the path needed alone, opened at
+    /// once, take from them in their slow start what a Reno flow on a long
+    /// path grows back over minutes. One stream costs them what one ordinary
+    /// flow arriving costs; its user gave up the time the try takes.
     fn regrow(&mut self) -> Phase {
-        self.n = self.n_full.max(self.fair);
+        self.n = if self.fair == 0 {
+            1
+        } else {
+            self.n_full.max(self.fair)
+        };
         self.cap = None;
         // Others came and went: what the path was measured to reward is measured again.
         self.knee_n = None;
@@ -965,7 +981,15 @@ impl Auto {
     }
 
     /// Caps the group the margin `m` below `rate` to see who takes the room.
+    ///
+    /// Not a group that yields entirely and moved less than µ: whoever takes
+    /// the room or not, its ask ends in `Fair` (someone else is there, and it
+    /// yields to any source), so it steps aside at once rather than move
+    /// beside them for an ASK first.
     fn ask(&mut self, from: Asking, rate: f64, m: f64) -> Phase {
+        if self.fair == 0 && self.bottleneck.is_some() && !self.carries_bottleneck(rate) {
+            return self.fair_from_now();
+        }
         self.cap = Some(rate * (1.0 - m));
         Phase::Ask {
             since: self.now,
