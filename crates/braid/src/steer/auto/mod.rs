@@ -549,8 +549,7 @@ impl Auto {
                 // The group's queue, or a stiff source's: capped a margin below
                 // what the path gave. A stiff source's, where µ says the group
                 // moved less than the bottleneck sends.
-                let short_of_mu = self.bottleneck.is_some()
-                    && self.capacity.is_some_and(|c| !self.carries_bottleneck(c));
+                let short_of_mu = self.capacity.is_some_and(|c| self.short_of_mu(c));
                 if short_of_mu && self.fair == 0 {
                     // Someone else is on the path, and a group that yields
                     // entirely yields to a source that does not back off too,
@@ -784,6 +783,13 @@ impl Auto {
             .is_some_and(|mu| r >= mu * (1.0 - MU_WITHIN))
     }
 
+    /// Whether the receiving end told µ and the group, moving `r`, moves
+    /// less than it by more than its error: a queue then holds someone
+    /// else's packets too.
+    fn short_of_mu(&self, r: f64) -> bool {
+        self.bottleneck.is_some() && !self.carries_bottleneck(r)
+    }
+
     /// What of a rate `r`, measured from the sender's acknowledgements,
     /// crossed the bottleneck: no more than it sends (µ, where the receiving
     /// end told it). A sender's count runs ahead of µ for a tick when
@@ -987,7 +993,7 @@ impl Auto {
     /// yields to any source), so it steps aside at once rather than move
     /// beside them for an ASK first.
     fn ask(&mut self, from: Asking, rate: f64, m: f64) -> Phase {
-        if self.fair == 0 && self.bottleneck.is_some() && !self.carries_bottleneck(rate) {
+        if self.fair == 0 && self.short_of_mu(rate) {
             return self.fair_from_now();
         }
         self.cap = Some(rate * (1.0 - m));
